@@ -333,23 +333,27 @@ class Replayer:
     def run(self) -> ReplayResult:
         log = self._drop_truncated_suffixes()
         offsets = sorted(log)
-        coverage = self._coverage(offsets)
-        run = _Run(self._anomalies)
+        log_ranges = _ranges(offsets)
         snapshots = [self._snapshots[e] for e in sorted(self._snapshots)]
-        si = 0
-        for offset in offsets:
-            while si < len(snapshots) and snapshots[si].end_offset - 1 < offset:
-                run.load_snapshot(snapshots[si])
-                si += 1
-            run.apply(log[offset])
-        for snap in snapshots[si:]:
-            run.load_snapshot(snap)
+        run = _Run(self._anomalies)
+        stream: list[tuple[int, int, object]] = [(r[0], 0, r) for r in log_ranges]
+        stream += [(o, 1, log[o]) for o in offsets if log[o].record is not None]
+        stream += [(s.end_offset - 1, 2, s) for s in snapshots]
+        stream.sort(key=lambda item: (item[0], item[1]))
+        for _, kind, item in stream:
+            if kind == 0:
+                run.enter_range(*item)  # type: ignore[misc]
+            elif kind == 1:
+                run.apply(item)  # type: ignore[arg-type]
+            else:
+                run.load_snapshot(item)  # type: ignore[arg-type]
         run.finish()
         times = sorted(
             [(o, t) for o, t in self._batch_times.items() if o in log]
             + [(s.end_offset - 1, s.time) for s in snapshots if s.time is not None]
         )
         last = max([*offsets, *(s.end_offset - 1 for s in snapshots)], default=None)
+        coverage = coverage_ranges(log_ranges, [(s.end_offset - 1, s.source) for s in snapshots])
         return ReplayResult(run.lifetimes(), run.events, coverage, run.anomalies, times, last, run.incomplete)
 
     def _drop_truncated_suffixes(self) -> dict[int, _LogRecord]:
@@ -373,33 +377,35 @@ class Replayer:
             log[offset] = entry
         return log
 
-    def _coverage(self, offsets: list[int]) -> list[CoverageRange]:
-        ranges: list[CoverageRange] = []
-        start = prev = None
-        for o in offsets:
-            if start is None:
-                start = prev = o
-            elif o == prev + 1:  # type: ignore[operator]
-                prev = o
-            else:
-                ranges.append(CoverageRange(start, prev, CoverageKind.LOG))  # type: ignore[arg-type]
-                start = prev = o
-        if start is not None:
-            ranges.append(CoverageRange(start, prev, CoverageKind.LOG))  # type: ignore[arg-type]
-        log_ranges = list(ranges)
-        for end in sorted(self._snapshots):
-            last = end - 1
-            if not any(r.start_offset <= last <= r.end_offset for r in log_ranges):
-                ranges.append(CoverageRange(last, last, CoverageKind.SNAPSHOT, self._snapshots[end].source))
-        ranges.sort(key=lambda r: r.start_offset)
-        out: list[CoverageRange] = []
-        expected = 0
-        for r in ranges:
-            if r.start_offset > expected:
-                out.append(CoverageRange(expected, r.start_offset - 1, CoverageKind.MISSING))
+
+
+def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct offsets as maximal runs of consecutive offsets (inclusive bounds)."""
+    out: list[tuple[int, int]] = []
+    for o in offsets:
+        if out and o == out[-1][1] + 1:
+            out[-1] = (out[-1][0], o)
+        else:
+            out.append((o, o))
+    return out
+
+
+def coverage_ranges(log_ranges: list[tuple[int, int]], snapshot_points: list[tuple[int, str]]) -> list[CoverageRange]:
+    """Known-from-log runs, snapshot-only points, and the missing stretches between them, from offset 0 on."""
+    ranges = [CoverageRange(a, b, CoverageKind.LOG) for a, b in log_ranges]
+    for at, source in snapshot_points:
+        if not any(a <= at <= b for a, b in log_ranges):
+            ranges.append(CoverageRange(at, at, CoverageKind.SNAPSHOT, source))
+    ranges.sort(key=lambda r: r.start_offset)
+    out: list[CoverageRange] = []
+    expected = 0
+    for r in ranges:
+        if r.start_offset > expected:
+            out.append(CoverageRange(expected, r.start_offset - 1, CoverageKind.MISSING))
+        if r.end_offset >= expected:
             out.append(r)
-            expected = max(expected, r.end_offset + 1)
-        return out
+        expected = max(expected, r.end_offset + 1)
+    return out
 
 
 class _Run:
@@ -464,13 +470,16 @@ class _Run:
         )
 
     # -- log records
-    def apply(self, entry: _LogRecord) -> None:
+    def enter_range(self, start: int, end: int) -> None:
+        """Offsets start..end are all known from the log (they arrive before the records inside them)."""
         expected = 0 if self.known is None else self.known + 1
-        if entry.offset > expected:
-            self._note_hole(expected, entry.offset)
+        if start > expected:
+            self._note_hole(expected, start)
         elif self.known is None:
             self.uncertain_since = None  # the log starts at offset 0: nothing before it
-        self.known = entry.offset
+        self.known = end if self.known is None else max(self.known, end)
+
+    def apply(self, entry: _LogRecord) -> None:
         record = entry.record
         if record is None:
             return

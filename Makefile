@@ -1,0 +1,32 @@
+# The two commands a new user runs (see README.md): `make demo` and `make test`.
+# Both install what a fresh machine needs first: the Python packages and the jars (through mvn).
+PYTHON ?= python3
+STAMP := .venv-stamp
+
+.PHONY: setup demo test test-fast lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	$(PYTHON) -m replay.maven
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	kraft-replay demo
+
+test: $(STAMP)
+	$(PYTHON) -m pytest
+
+test-fast: $(STAMP)
+	$(PYTHON) -m pytest -m 'not kafka and not cluster and not slow'
+
+lint: $(STAMP)
+	ruff check replay tests bench
+	mypy
+
+bench: $(STAMP)
+	$(PYTHON) -m bench.run
+
+clean:
+	rm -rf $(STAMP) lakehouse demo-output spark-warehouse
