@@ -135,7 +135,7 @@ class AclState:
 
 
 @dataclass(slots=True)
-class _LogRecord:
+class LogEntry:
     offset: int
     epoch: int
     time: int
@@ -146,7 +146,7 @@ class _LogRecord:
 
 
 @dataclass(slots=True)
-class _Snapshot:
+class SnapshotImage:
     end_offset: int
     epoch: int
     time: int | None
@@ -213,8 +213,8 @@ class Replayer:
 
     def __init__(self, high_watermark: int | None = None) -> None:
         self.high_watermark = high_watermark
-        self._log: dict[int, _LogRecord] = {}
-        self._snapshots: dict[int, _Snapshot] = {}
+        self._log: dict[int, dict[bytes, LogEntry]] = {}  # offset -> distinct contents -> preferred copy
+        self._snapshots: dict[int, list[SnapshotImage]] = {}  # end offset -> complete copies
         self._anomalies: list[Problem] = []
         self._batch_times: dict[int, int] = {}  # batch last offset -> append time
 
@@ -250,7 +250,7 @@ class Replayer:
             if not record.is_control and record.api_key in _RELEVANT and record.data is not None
             else None
         )
-        entry = _LogRecord(
+        entry = LogEntry(
             record.offset,
             batch.header.partition_leader_epoch,
             batch.append_time,
@@ -260,31 +260,17 @@ class Replayer:
             batch.header.position,
         )
         self._batch_times[batch.header.last_offset] = batch.append_time
-        old = self._log.get(record.offset)
-        if old is None:
-            self._log[record.offset] = entry
-            return
-        if old.digest == entry.digest:
-            return
-        winner, loser = (entry, old) if entry.epoch > old.epoch else (old, entry)
-        self._log[record.offset] = winner
-        self._anomalies.append(
-            Problem(
-                ProblemKind.DIVERGENCE,
-                f"two different records at offset {record.offset}: epoch {winner.epoch} from {winner.source} "
-                f"wins over epoch {loser.epoch} from {loser.source} (a truncated uncommitted suffix)",
-                loser.source,
-                loser.position,
-                record.offset,
-            )
-        )
+        copies = self._log.setdefault(record.offset, {})
+        old = copies.get(entry.digest)
+        if old is None or _preference(entry) < _preference(old):
+            copies[entry.digest] = entry
 
     def add_snapshot(
         self, end_offset: int, epoch: int, items: Iterable[Batch | Problem], source: str = ""
     ) -> None:
         """One snapshot file: `end_offset` is exclusive (the file name's first number)."""
         acls: dict[str, AclBinding] = {}
-        header_seen = footer_seen = False
+        header_seen = footer_seen = bad_batch = False
         time: int | None = None
         first = True
         for item in items:
@@ -292,6 +278,7 @@ class Replayer:
                 self._anomalies.append(item)
                 first = False
                 continue
+            bad_batch = bad_batch or not item.header.crc_ok
             for record in item.records:
                 if first:
                     first = False
@@ -303,7 +290,11 @@ class Replayer:
                 if not record.is_control and record.api_key == ACL_ENTRY and record.data is not None:
                     acls[_acl_id(record)] = AclBinding.from_record_data(record.data)
             first = False
-        complete = header_seen and footer_seen
+        if bad_batch:
+            self._anomalies.append(
+                Problem(ProblemKind.SKIPPED_BAD_BATCH, "snapshot holds a batch with a bad CRC; not loaded",
+                        source, None, end_offset - 1)
+            )
         if not header_seen:
             self._anomalies.append(
                 Problem(ProblemKind.SNAPSHOT_NO_HEADER, "snapshot does not start with a SnapshotHeader; not loaded",
@@ -314,28 +305,20 @@ class Replayer:
                 Problem(ProblemKind.SNAPSHOT_NO_FOOTER, "snapshot has no SnapshotFooter (incomplete); not loaded",
                         source, None, end_offset - 1)
             )
+        complete = header_seen and footer_seen and not bad_batch
         if not complete or end_offset <= 0:
             return
         if self.high_watermark is not None and end_offset > self.high_watermark:
             return
-        snap = _Snapshot(end_offset, epoch, time, acls, source, complete)
-        old = self._snapshots.get(end_offset)
-        if old is None or epoch > old.epoch:
-            if old is not None and old.acls != acls:
-                self._anomalies.append(
-                    Problem(ProblemKind.DIVERGENCE,
-                            f"two snapshots end at {end_offset} with different ACLs; epoch {epoch} wins",
-                            old.source, None, end_offset - 1)
-                )
-            self._snapshots[end_offset] = snap
+        self._snapshots.setdefault(end_offset, []).append(SnapshotImage(end_offset, epoch, time, acls, source, True))
 
     # ---- replay ------------------------------------------------------------------------------------------
     def run(self) -> ReplayResult:
-        log = self._drop_truncated_suffixes()
+        log = self._drop_truncated_suffixes(self._choose_log_copies())
         offsets = sorted(log)
         log_ranges = _ranges(offsets)
-        snapshots = [self._snapshots[e] for e in sorted(self._snapshots)]
-        run = _Run(self._anomalies)
+        snapshots = [self._choose_snapshot(e) for e in sorted(self._snapshots)]
+        run = ReplayState(self._anomalies)
         stream: list[tuple[int, int, object]] = [(r[0], 0, r) for r in log_ranges]
         stream += [(o, 1, log[o]) for o in offsets if log[o].record is not None]
         stream += [(s.end_offset - 1, 2, s) for s in snapshots]
@@ -356,11 +339,37 @@ class Replayer:
         coverage = coverage_ranges(log_ranges, [(s.end_offset - 1, s.source) for s in snapshots])
         return ReplayResult(run.lifetimes(), run.events, coverage, run.anomalies, times, last, run.incomplete)
 
-    def _drop_truncated_suffixes(self) -> dict[int, _LogRecord]:
-        log: dict[int, _LogRecord] = {}
+    def _choose_log_copies(self) -> dict[int, LogEntry]:
+        """Per offset the copy with the highest epoch (then the first source path); others are divergences."""
+        chosen: dict[int, LogEntry] = {}
+        for offset, copies in self._log.items():
+            ranked = sorted(copies.values(), key=_preference)
+            winner = chosen[offset] = ranked[0]
+            for loser in ranked[1:]:
+                self._anomalies.append(
+                    Problem(ProblemKind.DIVERGENCE,
+                            f"two different records at offset {offset}: epoch {winner.epoch} from {winner.source} "
+                            f"wins over epoch {loser.epoch} from {loser.source} (a truncated uncommitted suffix)",
+                            loser.source, loser.position, offset)
+                )
+        return chosen
+
+    def _choose_snapshot(self, end_offset: int) -> SnapshotImage:
+        ranked = sorted(self._snapshots[end_offset], key=lambda s: (-s.epoch, s.source))
+        for other in ranked[1:]:
+            if other.acls != ranked[0].acls:
+                self._anomalies.append(
+                    Problem(ProblemKind.DIVERGENCE,
+                            f"two snapshots end at {end_offset} with different ACLs; epoch {ranked[0].epoch} from "
+                            f"{ranked[0].source} wins", other.source, None, end_offset - 1)
+                )
+        return ranked[0]
+
+    def _drop_truncated_suffixes(self, chosen: dict[int, LogEntry]) -> dict[int, LogEntry]:
+        log: dict[int, LogEntry] = {}
         max_epoch = -1
-        for offset in sorted(self._log):
-            entry = self._log[offset]
+        for offset in sorted(chosen):
+            entry = chosen[offset]
             if entry.epoch < max_epoch:
                 self._anomalies.append(
                     Problem(
@@ -377,6 +386,9 @@ class Replayer:
             log[offset] = entry
         return log
 
+
+def _preference(entry: LogEntry) -> tuple[int, str, int]:
+    return (-entry.epoch, entry.source, entry.position)
 
 
 def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
@@ -408,7 +420,7 @@ def coverage_ranges(log_ranges: list[tuple[int, int]], snapshot_points: list[tup
     return out
 
 
-class _Run:
+class ReplayState:
     """The mutable state of one replay pass.
 
     `known` is the last offset whose state is known (from a log record or a snapshot). `uncertain_since` is the
@@ -421,8 +433,8 @@ class _Run:
         self.events: list[AclEvent] = []
         self.live: dict[str, AclLifetime] = {}
         self.done: list[AclLifetime] = []
-        self.txn: list[_LogRecord] | None = None
-        self.txn_begin: _LogRecord | None = None
+        self.txn: list[LogEntry] | None = None
+        self.txn_begin: LogEntry | None = None
         self.known: int | None = None
         self.uncertain_since: int | None = 0
         self.incomplete: list[tuple[int, int]] = []  # stretches where ACLs unknown to us may have been live
@@ -479,7 +491,7 @@ class _Run:
             self.uncertain_since = None  # the log starts at offset 0: nothing before it
         self.known = end if self.known is None else max(self.known, end)
 
-    def apply(self, entry: _LogRecord) -> None:
+    def apply(self, entry: LogEntry) -> None:
         record = entry.record
         if record is None:
             return
@@ -513,7 +525,7 @@ class _Run:
         else:
             self._apply_acl(entry, entry.offset, entry.time, Cause.RECORD)
 
-    def _apply_acl(self, entry: _LogRecord, offset: int, time: int, cause: Cause) -> None:
+    def _apply_acl(self, entry: LogEntry, offset: int, time: int, cause: Cause) -> None:
         record = entry.record
         assert record is not None and record.data is not None
         acl_id = _acl_id(record)
@@ -544,7 +556,7 @@ class _Run:
             )
 
     # -- snapshots
-    def load_snapshot(self, snap: _Snapshot) -> None:
+    def load_snapshot(self, snap: SnapshotImage) -> None:
         """Make the state exactly the snapshot's ACLs at its last contained offset, in one step."""
         at = snap.end_offset - 1
         expected = 0 if self.known is None else self.known + 1
