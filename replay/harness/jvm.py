@@ -1,0 +1,91 @@
+"""Java helpers: the Kafka classpath, the `java`/`javac` binaries, and compiling our own Java sources.
+
+Our Java sources live in `replay/harness/java/`. They are compiled against `kafka_jars()` into
+`<cache>/harness-classes/<hash>/`, where the hash covers the sources and the jar names, so a change to either
+recompiles and an unchanged tree is reused (also across processes: the output directory is created atomically).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from replay.maven import KAFKA_VERSION, cache_root, fetch, kafka_jars
+
+JAVA_SOURCES = Path(__file__).parent / "java"
+
+
+class JavaError(RuntimeError):
+    pass
+
+
+def _tool(name: str) -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and Path(home, "bin", name).exists():
+        return str(Path(home, "bin", name))
+    found = shutil.which(name)
+    if found is None:
+        raise JavaError(f"`{name}` is not on PATH (Java 17+ is needed to run Kafka)")
+    return found
+
+
+def java() -> str:
+    return _tool("java")
+
+
+def kafka_classpath() -> str:
+    """The Kafka 4.3.1 broker + tools runtime closure, as one `-cp` string."""
+    return os.pathsep.join(str(j) for j in kafka_jars())
+
+
+LOG4J_VERSION = "2.25.4"  # the log4j-core that kafka_jars() resolves
+
+
+def logging_jars() -> list[Path]:
+    """The SLF4J 1.x -> Log4j 2 binding. Kafka's release tarball ships it in libs/; the Maven runtime closure of
+    kafka_2.13 does not, and without it the broker logs nothing (SLF4J falls back to its no-op logger)."""
+    jars = fetch(f"kafka-logging-{LOG4J_VERSION}", [f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}"])
+    return [j for j in jars if j.name.startswith("log4j-slf4j-impl")]
+
+
+def broker_classpath() -> str:
+    """`kafka_classpath()` plus the logging binding: what `kafka-server-start.sh` would put on the classpath."""
+    return os.pathsep.join([kafka_classpath(), *map(str, logging_jars())])
+
+
+def compiled_classes() -> Path:
+    """Compile `replay/harness/java/*.java` once per source change; return the class directory."""
+    sources = sorted(JAVA_SOURCES.glob("*.java"))
+    if not sources:
+        raise JavaError(f"no Java sources in {JAVA_SOURCES}")
+    h = hashlib.sha256(KAFKA_VERSION.encode())
+    for src in sources:
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    out = cache_root() / "harness-classes" / h.hexdigest()[:16]
+    if (out / ".ok").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=out.parent))
+    try:
+        cmd = [_tool("javac"), "-nowarn", "--release", "17", "-encoding", "UTF-8", "-cp", kafka_classpath(),
+               "-d", str(tmp), *map(str, sources)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise JavaError(f"javac failed:\n{proc.stdout}{proc.stderr}")
+        (tmp / ".ok").write_text("ok\n")
+        try:
+            tmp.rename(out)
+        except OSError:  # another process won the race; theirs is identical
+            if not (out / ".ok").exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def harness_classpath() -> str:
+    return os.pathsep.join([str(compiled_classes()), kafka_classpath()])

@@ -1,0 +1,989 @@
+"""Ingest: dumps of `__cluster_metadata` into the lake's `metadata_records` and `quarantine` tables.
+
+    report = ingest(spark, ["/dumps/node1", "dbfs:/dumps/node2/dump.txt"], cluster="prod-a", lake="./lakehouse")
+
+How it works:
+
+1. **List** the inputs with Spark's `binaryFile` source, selecting only `path` and `length` (no file is read), so
+   every filesystem Spark reads works: local paths, `file:`, `dbfs:`, `/Volumes/...`, `s3a://`, `abfss://`... The
+   driver classifies the listed files by name the way `replay.kafka.files` does (segments, snapshots,
+   `bootstrap.checkpoint`; indexes and state files ignored; other topics' partition directories skipped). Names it
+   cannot place are sniffed on the executors (kafka-dump-log text starts with `Dumping `).
+2. **Decode on the executors** with `mapInArrow`: each task opens its files itself and streams them batch by batch
+   through `replay.kafka.batch.read_batches` (or `replay.kafka.dumplog` for dump-log text), yielding Arrow record
+   batches of at most a few thousand rows. How a task opens a file:
+   * local paths and `file:` URIs, `dbfs:/x` (through the `/dbfs/x` mount) and `dbfs:/Volumes/...` (through
+     `/Volumes/...`) when those mounts exist: opened directly, streamed;
+   * other URIs: through `fsspec` when it is installed and knows the scheme, else `pyarrow.fs` when it can open
+     the URI from the driver (it must then also work from the executors: same credentials), streamed;
+   * otherwise through Spark itself: a `binaryFile` read with `content` of just those files. Limits of that
+     fallback: each file is loaded whole into one JVM byte array and one Arrow batch, so a file must be below
+     2 GiB (`spark.sql.sources.binaryFile.maxLength`) and the executor needs memory for it (segments are 1 GiB
+     at most by default, so they fit).
+3. **Check** on the driver with aggregates only (row counts by kind, offset ranges, snapshot ids; nothing that grows
+   with the log is collected). The decoded rows are persisted (memory and disk) so files are decoded once. In
+   strict mode any problem raises `StrictIngestError` here, before anything is written.
+4. **Write** one `MERGE` per table that inserts only rows the table does not hold yet: one Delta commit per table
+   per ingest, with `userMetadata` JSON naming the cluster, the ingest id, the files and the offset range.
+   `metadata_records` is written first, then `quarantine`.
+
+Identity (what makes re-ingesting idempotent): a record is `(cluster_id, stream, snapshot_end_offset,
+snapshot_epoch, offset, content_hash)` where `stream` is `log`, `snapshot` or `bootstrap` and `content_hash` is the
+sha256 of offset, key and value. The same offset seen in two dumps with the same bytes is one row (the first seen
+keeps its file and position); different bytes at one offset are both kept (the replay resolves the divergence by
+leader epoch); a later dump with more offsets adds only those. A quarantine row is `(cluster_id, content_hash)`
+with the hash over the problem's kind, file name, position, offset and raw bytes (or message when there are none).
+
+Re-ingesting what the lake already holds inserts nothing, and Delta then writes **no commit at all** (an insert-only
+MERGE that inserts no row does not commit), so the table version and contents stay exactly as they were.
+
+Atomicity: each table changes in one Delta commit or not at all; a process killed mid-ingest leaves at most
+unreferenced data files, which readers never see (VACUUM removes them). The two tables are two commits: a crash
+between them leaves `metadata_records` ahead of `quarantine`; rerunning the same ingest completes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import posixpath
+import re
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+from pyspark.sql.window import Window
+
+from replay import progress as progress_ui
+from replay.kafka import files as kfiles
+from replay.kafka.model import CONTROL_TYPES, Batch, Problem, ProblemKind, SourceKind
+
+from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake
+
+ACL_ENTRY_API_KEY = 18
+ACL_REMOVE_API_KEY = 19
+ROWS_PER_ARROW_BATCH = 2048
+BYTES_PER_ARROW_BATCH = 16 * 1024 * 1024
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+MAX_NAMED_FILES = 200  # files named in a commit's userMetadata (the count is always there)
+
+# The key of a metadata_records row (see the module docstring).
+RECORD_KEY = ("cluster_id", "stream", "snapshot_end_offset", "snapshot_epoch", "offset", "content_hash")
+_NULLABLE_KEY = ("snapshot_end_offset", "snapshot_epoch")
+
+UNKNOWN_KIND = "unknown"  # a file whose name says nothing; the executor sniffs it
+
+# What the executors produce: one wide row per record ("R"), per problem ("Q") and per file skipped after sniffing
+# ("I"). Split into the two tables on the driver side of the plan.
+_DECODED_FIELDS: list[tuple[str, DataType]] = [
+    ("row_type", StringType()),
+    ("source_file", StringType()),
+    ("source_kind", StringType()),
+    ("stream", StringType()),
+    ("text_section", StringType()),
+    ("snapshot_end_offset", LongType()),
+    ("snapshot_epoch", IntegerType()),
+    ("file_position", LongType()),
+    ("batch_base_offset", LongType()),
+    ("batch_last_offset", LongType()),
+    ("offset", LongType()),
+    ("record_index", IntegerType()),
+    ("leader_epoch", IntegerType()),
+    ("append_time", LongType()),
+    ("record_timestamp", LongType()),
+    ("codec", StringType()),
+    ("crc_ok", BooleanType()),
+    ("is_control", BooleanType()),
+    ("control_type", StringType()),
+    ("api_key", IntegerType()),
+    ("record_version", IntegerType()),
+    ("record_type", StringType()),
+    ("payload_json", StringType()),
+    ("acl_id", StringType()),
+    ("resource_type", StringType()),
+    ("resource_name", StringType()),
+    ("pattern_type", StringType()),
+    ("principal", StringType()),
+    ("host", StringType()),
+    ("operation", StringType()),
+    ("permission_type", StringType()),
+    ("raw_key", BinaryType()),
+    ("raw_value", BinaryType()),
+    ("decode_error", StringType()),
+    ("content_hash", StringType()),
+    ("kind", StringType()),
+    ("message", StringType()),
+    ("raw", BinaryType()),
+    ("file_length", LongType()),
+]
+DECODED_SCHEMA = StructType([StructField(n, t, True) for n, t in _DECODED_FIELDS])
+_COLUMNS = [n for n, _ in _DECODED_FIELDS]
+
+
+class IngestError(RuntimeError):
+    """The ingest could not run (nothing to read, a path that does not exist, ...). Nothing was written."""
+
+
+class StrictIngestError(IngestError):
+    """Strict mode found problems in the input; nothing was written. `problems` lists the first few."""
+
+    def __init__(self, message: str, counts: dict[str, int], problems: list[str]) -> None:
+        super().__init__(message)
+        self.counts = counts
+        self.problems = problems
+
+
+# ---- planning: which files, of which kind, opened how -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    """One file to decode. `uri` is the path as Spark lists it; `open_with` says how an executor opens it."""
+
+    uri: str
+    length: int
+    kind: str  # a SourceKind value, or "unknown" (sniffed on the executor)
+    snapshot_end_offset: int | None = None
+    snapshot_epoch: int | None = None
+    explicit: bool = False  # named by the user (not found by walking a directory)
+    open_with: str = "local"  # local | fsspec | pyarrow | spark
+    local_path: str | None = None
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.uri.rstrip("/"))
+
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _scheme(uri: str) -> str | None:
+    m = _SCHEME_RE.match(uri)
+    if m is None or (len(m.group(1)) == 1 and os.name == "nt"):  # C:\ on Windows
+        return None
+    return m.group(1).lower()
+
+
+def local_path_of(uri: str) -> str | None:
+    """The local filesystem path for a URI when this machine can open it directly, else None."""
+    scheme = _scheme(uri)
+    if scheme is None:
+        return uri
+    if scheme == "file":
+        rest = uri[5:]
+        if rest.startswith("//"):  # file://host/path or file:///path
+            rest = rest[2:]
+            rest = rest[rest.index("/"):] if "/" in rest else "/"
+        return rest
+    if scheme == "dbfs":
+        rest = "/" + uri[5:].lstrip("/")
+        if rest.startswith("/Volumes/") and os.path.isdir("/Volumes"):
+            return rest
+        if os.path.isdir("/dbfs"):
+            return "/dbfs" + rest
+    return None
+
+
+def _same_path(a: str, b: str) -> bool:
+    la, lb = local_path_of(a), local_path_of(b)
+    if la is not None and lb is not None:
+        return os.path.realpath(la) == os.path.realpath(lb)
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _input_roots(paths: Sequence[str]) -> list[str]:
+    """Inputs as Spark should list them: local paths made absolute, URIs as given."""
+    roots = []
+    for p in paths:
+        p = str(p)
+        roots.append(os.path.abspath(os.path.expanduser(p)) if _scheme(p) is None else p)
+    return roots
+
+
+def classify_listing(
+    roots: Sequence[str], listed: Iterable[tuple[str, int]]
+) -> tuple[list[PlannedFile], list[str]]:
+    """Classify listed files `(uri, length)` by name, as `replay.kafka.files.discover` does for local directories.
+
+    Returns the files to decode (in replay order) and the ignored ones. Pure Python: no Spark, no file access.
+    """
+    listed = sorted(set(listed))
+    uris = [u for u, _ in listed]
+    root_dirs = {r.rstrip("/") for r in roots}
+    names_by_dir: dict[str, set[str]] = {}
+    for u in uris:
+        d, n = posixpath.split(u)
+        names_by_dir.setdefault(d, set()).add(n)
+    subdirs_by_dir: dict[str, set[str]] = {}
+    for d in list(names_by_dir):
+        while True:
+            parent, name = posixpath.split(d)
+            if not name or parent == d:
+                break
+            subdirs_by_dir.setdefault(parent, set()).add(name)
+            d = parent
+
+    def other_partition_dir(d: str) -> bool:
+        parent, name = posixpath.split(d)
+        if name.startswith(kfiles.METADATA_PARTITION_DIR) or kfiles._PARTITION_DIR_RE.match(name) is None:
+            return False
+        if "partition.metadata" in names_by_dir.get(d, set()):
+            return True
+        return "meta.properties" in names_by_dir.get(parent, set()) or kfiles.METADATA_PARTITION_DIR in \
+            subdirs_by_dir.get(parent, set())
+
+    def skipped_by_dir(uri: str) -> bool:
+        d = posixpath.dirname(uri)
+        while d and not any(_same_path(d, r) for r in root_dirs):
+            if other_partition_dir(d):
+                return True
+            parent = posixpath.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        return False
+
+    planned: list[PlannedFile] = []
+    ignored: list[str] = []
+    for uri, length in listed:
+        explicit = any(_same_path(uri, r) for r in roots)
+        name = posixpath.basename(uri)
+        if not explicit and (kfiles.is_ignored_name(name) or skipped_by_dir(uri)):
+            ignored.append(uri)
+            continue
+        source = kfiles.classify_name(uri)
+        if source is None:
+            if kfiles.is_ignored_name(name) and not explicit:
+                ignored.append(uri)
+                continue
+            planned.append(PlannedFile(uri, int(length), UNKNOWN_KIND, explicit=explicit))
+        else:
+            planned.append(PlannedFile(uri, int(length), source.kind.value, source.snapshot_end_offset,
+                                       source.snapshot_epoch, explicit))
+    order = {SourceKind.BOOTSTRAP.value: 0, SourceKind.SNAPSHOT.value: 1, SourceKind.SEGMENT.value: 2}
+    planned.sort(key=lambda f: (order.get(f.kind, 3), f.snapshot_end_offset or 0, f.snapshot_epoch or 0, f.name,
+                                f.uri))
+    return planned, ignored
+
+
+def _choose_opener(uri: str, probes: dict[str, str]) -> tuple[str, str | None]:
+    """How executors will open `uri`: ("local", path) | ("fsspec", None) | ("pyarrow", None) | ("spark", None)."""
+    local = local_path_of(uri)
+    if local is not None:
+        return "local", local
+    scheme = _scheme(uri) or ""
+    if scheme not in probes:
+        probes[scheme] = _probe(uri)
+    return probes[scheme], None
+
+
+def _probe(uri: str) -> str:
+    try:
+        import fsspec  # type: ignore[import-not-found]
+
+        with fsspec.open(uri, "rb") as f:
+            f.read(1)
+        return "fsspec"
+    except Exception:
+        pass
+    try:
+        from pyarrow import fs as pafs
+
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        with filesystem.open_input_stream(path) as f:
+            f.read(1)
+        return "pyarrow"
+    except Exception:
+        return "spark"
+
+
+def plan_files(spark: SparkSession, paths: Sequence[str]) -> tuple[list[PlannedFile], list[str]]:
+    """List `paths` with Spark (names and sizes only) and decide each file's kind and how executors open it."""
+    roots = _input_roots(paths)
+    try:
+        listing = (
+            spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(roots).select("path", "length")
+        )
+        rows = listing.collect()  # one small row per file: the file list, not the log
+    except Exception as e:
+        text = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise IngestError(f"cannot list {', '.join(roots)}: {text}") from e
+    planned, ignored = classify_listing(roots, [(str(r["path"]), int(r["length"])) for r in rows])
+    probes: dict[str, str] = {}
+    out = []
+    for f in planned:
+        how, local = _choose_opener(f.uri, probes)
+        out.append(PlannedFile(f.uri, f.length, f.kind, f.snapshot_end_offset, f.snapshot_epoch, f.explicit, how,
+                               local))
+    return out, ignored
+
+
+# ---- decoding (runs on the executors) ---------------------------------------------------------------------------
+
+
+def _part(data: bytes | None) -> bytes:
+    return b"\xff\xff\xff\xff" if data is None else len(data).to_bytes(4, "big") + data
+
+
+def record_hash(offset: int, key: bytes | None, value: bytes | None) -> str:
+    """Hex sha256 of a record's offset, key and value: equal at one offset means the same record."""
+    h = hashlib.sha256(b"kraft-record\x00")
+    h.update(int(offset).to_bytes(8, "big", signed=True))
+    h.update(_part(key))
+    h.update(_part(value))
+    return h.hexdigest()
+
+
+def problem_hash(kind: str, file_name: str, position: int | None, offset: int | None, raw: bytes | None,
+                 message: str) -> str:
+    """Hex sha256 identifying one quarantined finding (the same bad bytes of the same file are one row)."""
+    h = hashlib.sha256(b"kraft-problem\x00")
+    for text in (kind, file_name, "" if position is None else str(position), "" if offset is None else str(offset)):
+        h.update(_part(text.encode()))
+    h.update(_part(raw) if raw is not None else b"M" + _part(message.encode()))
+    return h.hexdigest()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        import base64
+
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
+def _payload_json(record: Any) -> str | None:
+    if record.data is None or record.type_name is None:
+        return None
+    try:
+        from replay.kafka import kafkajson
+
+        if record.is_control and hasattr(kafkajson, "control_json"):
+            return str(kafkajson.control_json(record.type_name, record.data))
+        if not record.is_control and record.version is not None:
+            return str(kafkajson.payload_json(record.type_name, record.version, record.data))
+    except ImportError:
+        pass
+    except Exception:  # a payload our JSON writer cannot print: fall back to a plain dump
+        pass
+    return json.dumps({"type": record.type_name, "version": record.version, "data": record.data},
+                      default=_json_default)
+
+
+class _RowBuffer:
+    """Rows collected column by column and flushed as Arrow record batches of bounded size."""
+
+    def __init__(self) -> None:
+        import pyarrow as pa
+
+        self._pa = pa
+        self._schema = pa.schema([(n, _arrow_type(t)) for n, t in _DECODED_FIELDS])
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols: dict[str, list[Any]] = {n: [] for n in _COLUMNS}
+        self.rows = 0
+        self.bytes = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        for name in _COLUMNS:
+            self.cols[name].append(row.get(name))
+        self.rows += 1
+        for name in ("raw_key", "raw_value", "raw", "payload_json"):
+            v = row.get(name)
+            if v is not None:
+                self.bytes += len(v)
+
+    @property
+    def full(self) -> bool:
+        return self.rows >= ROWS_PER_ARROW_BATCH or self.bytes >= BYTES_PER_ARROW_BATCH
+
+    def flush(self) -> Any:
+        pa = self._pa
+        arrays = [pa.array(self.cols[f.name], type=f.type) for f in self._schema]
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self._schema)
+        self._reset()
+        return batch
+
+
+def _arrow_type(t: DataType) -> Any:
+    import pyarrow as pa
+
+    return {
+        StringType: pa.string(),
+        LongType: pa.int64(),
+        IntegerType: pa.int32(),
+        BooleanType: pa.bool_(),
+        BinaryType: pa.binary(),
+    }[type(t)]
+
+
+def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    from replay.kafka.acl import AclBinding
+
+    h = batch.header
+    for index, rec in enumerate(batch.records):
+        row = dict(base)
+        row.update(
+            row_type="R",
+            file_position=h.position,
+            batch_base_offset=h.base_offset,
+            batch_last_offset=h.last_offset,
+            offset=rec.offset,
+            record_index=index,
+            leader_epoch=h.partition_leader_epoch,
+            append_time=batch.append_time,
+            record_timestamp=rec.timestamp,
+            codec=h.codec_name,
+            crc_ok=h.crc_ok,
+            is_control=rec.is_control,
+            control_type=(CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None),
+            api_key=rec.api_key,
+            record_version=rec.version,
+            record_type=rec.type_name,
+            payload_json=_payload_json(rec),
+            raw_key=rec.key,
+            raw_value=rec.value,
+            decode_error=rec.error,
+            content_hash=record_hash(rec.offset, rec.key, rec.value),
+        )
+        if not rec.is_control and rec.data is not None and rec.api_key in (ACL_ENTRY_API_KEY, ACL_REMOVE_API_KEY):
+            row["acl_id"] = str(rec.data.get("id"))
+            if rec.api_key == ACL_ENTRY_API_KEY:
+                try:
+                    b = AclBinding.from_record_data(rec.data)
+                    row.update(resource_type=b.resource_type, resource_name=b.resource_name,
+                               pattern_type=b.pattern_type, principal=b.principal, host=b.host,
+                               operation=b.operation, permission_type=b.permission_type)
+                except (KeyError, TypeError, ValueError):
+                    pass
+        yield row
+
+
+def _problem_row(p: Problem, base: dict[str, Any], file_name: str) -> dict[str, Any]:
+    row = dict(base)
+    section = p.file if p.file and p.file != base["source_file"] and base["source_kind"] == "dump_log_text" else None
+    row.update(
+        row_type="Q",
+        text_section=section or base.get("text_section"),
+        file_position=p.position,
+        offset=p.offset,
+        kind=p.kind.value,
+        message=p.message,
+        raw=p.raw,
+        content_hash=problem_hash(p.kind.value, file_name, p.position, p.offset, p.raw, p.message),
+    )
+    return row
+
+
+def _stream_of(kind: str) -> str:
+    return {"snapshot": "snapshot", "bootstrap": "bootstrap"}.get(kind, "log")
+
+
+def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The rows of one file (records, problems, or one "I" row when a sniffed file is not a metadata file)."""
+    from replay.kafka import batch as batch_reader
+
+    kind = entry.kind
+    base: dict[str, Any] = {"source_file": entry.uri, "file_length": entry.length}
+    if kind == UNKNOWN_KIND:
+        head = stream.read(64)
+        rest = stream
+        if head.lstrip(b"\xef\xbb\xbf").startswith(kfiles.DUMP_LOG_TEXT_PREFIX):
+            kind = SourceKind.DUMP_LOG_TEXT.value
+        elif entry.explicit:
+            kind = SourceKind.SEGMENT.value  # named by the user: the reader says what it is
+        else:
+            yield {**base, "row_type": "I", "source_kind": UNKNOWN_KIND}
+            return
+        stream = _Prefixed(head, rest)
+    base["source_kind"] = kind
+    if kind == SourceKind.DUMP_LOG_TEXT.value:
+        yield from _decode_text(entry, stream, base)
+        return
+    base.update(stream=_stream_of(kind), snapshot_end_offset=entry.snapshot_end_offset,
+                snapshot_epoch=entry.snapshot_epoch)
+    for item in batch_reader.read_batches(stream, entry.uri):
+        if isinstance(item, Problem):
+            yield _problem_row(item, base, entry.name)
+        else:
+            yield from _record_rows(item, base)
+
+
+def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    from replay.kafka import dumplog
+
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")  # type: ignore[type-var]
+    reader = dumplog.DumpTextReader(entry.uri)
+    for item in reader.read(text):
+        section = reader.section  # the section the item belongs to (read before the next one opens)
+        here = dict(base)
+        if section is not None:
+            here["text_section"] = section.path
+            if section.kind == "snapshot" or section.snapshot_end_offset is not None:
+                here.update(stream="snapshot", snapshot_end_offset=section.snapshot_end_offset,
+                            snapshot_epoch=section.snapshot_epoch)
+            elif section.kind == "bootstrap" or section.name == kfiles.BOOTSTRAP_NAME:
+                here["stream"] = "bootstrap"
+            else:
+                here["stream"] = "log"
+        if isinstance(item, Problem):
+            yield _problem_row(item, here, entry.name)
+        else:
+            yield from _record_rows(item, here)
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with some bytes already read from it put back in front."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n
+
+
+def _open(entry: PlannedFile) -> IO[bytes]:
+    if entry.open_with == "local":
+        return open(entry.local_path or entry.uri, "rb", buffering=1024 * 1024)  # noqa: SIM115 - caller closes
+    if entry.open_with == "fsspec":
+        import fsspec
+
+        return fsspec.open(entry.uri, "rb").open()  # type: ignore[no-any-return]
+    if entry.open_with == "pyarrow":
+        from pyarrow import fs as pafs
+
+        filesystem, path = pafs.FileSystem.from_uri(entry.uri)
+        return filesystem.open_input_stream(path)  # type: ignore[return-value]
+    raise ValueError(f"{entry.uri}: no way to open it on an executor ({entry.open_with})")
+
+
+def _unreadable(entry: PlannedFile, error: Exception) -> dict[str, Any]:
+    p = Problem(
+ProblemKind.UNREADABLE_FILE, f"cannot open: {error}", entry.uri)
+    base = {"source_file": entry.uri, "source_kind": entry.kind, "file_length": entry.length,
+            "stream": _stream_of(entry.kind)}
+    return _problem_row(p, base, entry.name)
+
+
+def _emit(rows: Iterable[dict[str, Any]], buf: _RowBuffer) -> Iterator[Any]:
+    for row in rows:
+        buf.add(row)
+        if buf.full:
+            yield buf.flush()
+
+
+def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P..."""
+
+    def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        buf = _RowBuffer()
+        for arrow_batch in batches:
+            for part in arrow_batch.column("id").to_pylist():
+                for index in range(int(part), len(plan), partitions):
+                    entry = plan[index]
+                    try:
+                        stream = _open(entry)
+                    except Exception as e:
+                        yield from _emit([_unreadable(entry, e)], buf)
+                    else:
+                        try:
+                            yield from _emit(decode_file(entry, stream), buf)
+                        finally:
+                            stream.close()
+                    if counters is not None:
+                        counters[0].add(1)
+                        counters[1].add(entry.length)
+        if buf.rows:
+            yield buf.flush()
+
+    return decode
+
+
+def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`)."""
+
+    def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        buf = _RowBuffer()
+        for arrow_batch in batches:
+            paths = arrow_batch.column("path").to_pylist()
+            contents = arrow_batch.column("content")
+            for i, path in enumerate(paths):
+                entry = plan[path]
+                data = contents[i].as_py() or b""
+                yield from _emit(decode_file(entry, io.BytesIO(data)), buf)
+                if counters is not None:
+                    counters[0].add(1)
+                    counters[1].add(entry.length)
+                del data
+        if buf.rows:
+            yield buf.flush()
+
+    return decode
+
+
+def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None) -> DataFrame:
+    """A DataFrame of `DECODED_SCHEMA` rows for the planned files; nothing runs until an action."""
+    direct = sorted((f for f in plan if f.open_with != "spark"), key=lambda f: -f.length)  # big files start first
+    via_spark = {f.uri: f for f in plan if f.open_with == "spark"}
+    frames: list[DataFrame] = []
+    if direct:
+        partitions = min(len(direct), 4096)
+        frames.append(
+            spark.range(0, partitions, 1, partitions).mapInArrow(
+                make_stream_decoder(direct, partitions, counters), DECODED_SCHEMA
+            )
+        )
+    if via_spark:
+        content = spark.read.format("binaryFile").load(list(via_spark)).select("path", "content")
+        frames.append(content.mapInArrow(make_content_decoder(via_spark, counters), DECODED_SCHEMA))
+    if not frames:
+        return spark.createDataFrame([], DECODED_SCHEMA)
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionByName(other)
+    return out
+
+
+# ---- the report -------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class IngestReport:
+    """What one ingest read and wrote. Counts are rows; `*_new` are the rows the tables did not hold before."""
+
+    ingest_id: str
+    cluster_id: str
+    lake: str
+    strict: bool
+    files: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    bytes: int = 0
+    records: int = 0
+    records_new: int = 0
+    problems: int = 0
+    problems_new: int = 0
+    problems_by_kind: dict[str, int] = field(default_factory=dict)
+    records_by_stream: dict[str, int] = field(default_factory=dict)
+    log_offsets: tuple[int, int] | None = None
+    snapshots: list[tuple[int, int]] = field(default_factory=list)
+    versions: dict[str, int | None] = field(default_factory=dict)
+    committed: dict[str, bool] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        span = f"log offsets {self.log_offsets[0]}..{self.log_offsets[1]}" if self.log_offsets else "no log records"
+        out = [
+            f"ingest {self.ingest_id} of cluster {self.cluster_id!r} into {self.lake}: {len(self.files)} file(s), "
+            f"{self.bytes:,} bytes, {self.seconds:.1f} s",
+            f"  records: {self.records:,} decoded, {self.records_new:,} new ({span}; "
+            f"{len(self.snapshots)} snapshot(s))",
+        ]
+        if self.problems:
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.problems_by_kind.items()))
+            out.append(f"  problems: {self.problems:,} ({kinds}), {self.problems_new:,} new in quarantine")
+        else:
+            out.append("  problems: none")
+        for table, version in self.versions.items():
+            state = "committed" if self.committed.get(table) else "unchanged (nothing new)"
+            out.append(f"  {table}: version {version}, {state}")
+        if self.ignored:
+            out.append(f"  ignored {len(self.ignored)} file(s) that are not metadata log files")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+# ---- the ingest -------------------------------------------------------------------------------------------------
+
+
+def _counters(spark: SparkSession) -> Any:
+    """(files, bytes) accumulators, or None where there is no SparkContext (Spark Connect)."""
+    try:
+        sc = spark.sparkContext
+        return (sc.accumulator(0), sc.accumulator(0))
+    except Exception:
+        return None
+
+
+def _persist(df: DataFrame) -> bool:
+    from pyspark import StorageLevel
+
+    try:
+        df.persist(StorageLevel.MEMORY_AND_DISK)
+        return True
+    except Exception:  # serverless compute has no cache: the write decodes again
+        return False
+
+
+def _summarise(decoded: DataFrame) -> list[Any]:
+    """One aggregate row per (row type, stream, snapshot, problem kind): the only thing collected from the data."""
+    return (
+        decoded.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("offset").alias("min_offset"),
+            F.max("offset").alias("max_offset"),
+            F.collect_set(F.when(F.col("row_type") == "I", F.col("source_file"))).alias("ignored"),
+        )
+        .collect()
+    )
+
+
+def _user_metadata(report: IngestReport, table: str, rows: int) -> str:
+    files = report.files
+    doc: dict[str, Any] = {
+        "app": "kraft-acl-replay",
+        "action": "ingest",
+        "table": table,
+        "cluster_id": report.cluster_id,
+        "ingest_id": report.ingest_id,
+        "file_count": len(files),
+        "files": files[:MAX_NAMED_FILES],
+        "bytes": report.bytes,
+        "log_offsets": list(report.log_offsets) if report.log_offsets else None,
+        "snapshots": [list(s) for s in report.snapshots[:MAX_NAMED_FILES]],
+        "rows_in_input": rows,
+    }
+    if len(files) > MAX_NAMED_FILES:
+        doc["files_truncated"] = len(files) - MAX_NAMED_FILES
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condition: str, metadata: str) -> int:
+    """Insert the source rows the table does not match; return how many were inserted (0: Delta made no commit)."""
+    view = f"kraft_ingest_src_{uuid.uuid4().hex}"
+    source.createOrReplaceTempView(view)
+    previous = None
+    try:
+        previous = spark.conf.get(USER_METADATA_CONF, None)
+    except Exception:
+        previous = None
+    spark.conf.set(USER_METADATA_CONF, metadata)
+    try:
+        result = spark.sql(
+            f"MERGE INTO {lake.table_ref(table)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
+        ).collect()
+    finally:
+        if previous is None:
+            spark.conf.unset(USER_METADATA_CONF)
+        else:
+            spark.conf.set(USER_METADATA_CONF, previous)
+        spark.catalog.dropTempView(view)
+    if not result:
+        return 0
+    row = result[0].asDict()
+    return int(row.get("num_inserted_rows") or row.get("num_affected_rows") or 0)
+
+
+def records_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataFrame:
+    """The metadata_records rows of this ingest, one per key (the first by file and position)."""
+    cols = SCHEMAS[METADATA_RECORDS].fieldNames()
+    rows = decoded.filter(F.col("row_type") == "R").withColumns({
+        "cluster_id": F.lit(cluster),
+        "ingest_id": F.lit(ingest_id),
+        "append_ts": F.timestamp_millis(F.col("append_time")),
+    })
+    first = Window.partitionBy(*RECORD_KEY).orderBy("source_file", "file_position", "record_index")
+    return rows.withColumn("_n", F.row_number().over(first)).filter(F.col("_n") == 1).select(*cols)
+
+
+def quarantine_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataFrame:
+    cols = SCHEMAS[QUARANTINE].fieldNames()
+    rows = decoded.filter(F.col("row_type") == "Q").withColumns(
+        {"cluster_id": F.lit(cluster), "ingest_id": F.lit(ingest_id)}
+    )
+    return rows.dropDuplicates(["content_hash"]).select(*cols)
+
+
+def _record_condition(cluster: str) -> str:
+    parts = [f"t.cluster_id = {_sql_string(cluster)}", "t.cluster_id = s.cluster_id"]
+    for col in RECORD_KEY[1:]:
+        op = "<=>" if col in _NULLABLE_KEY else "="
+        parts.append(f"t.`{col}` {op} s.`{col}`")
+    return " AND ".join(parts)
+
+
+def _quarantine_condition(cluster: str) -> str:
+    return f"t.cluster_id = {_sql_string(cluster)} AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
+
+
+def _check_cluster(cluster: str) -> str:
+    text = (cluster or "").strip()
+    if not text or any(ord(c) < 32 for c in text):
+        raise IngestError(f"invalid cluster id {cluster!r}: give a non-empty name without control characters")
+    return text
+
+
+def ingest(
+    spark: SparkSession,
+    paths: str | Sequence[str],
+    cluster: str,
+    lake: Lake | str | None = None,
+    strict: bool = False,
+    progress: bool = True,
+    *,
+    ingest_id: str | None = None,
+) -> IngestReport:
+    """Read dumps under `paths` into `lake`'s metadata_records and quarantine tables for `cluster`.
+
+    `paths`: files or directories, local or any URI Spark reads. `lake`: a `Lake`, a directory or `catalog.schema`
+    (default `./lakehouse`). `strict`: any problem in the input raises `StrictIngestError` and nothing is written.
+    `progress`: a bar of files and bytes decoded, and status lines, on stderr.
+    Raises `IngestError` when there is nothing to read. Returns what was read and written.
+    """
+    started = time.monotonic()
+    cluster = _check_cluster(cluster)
+    lake = lake if isinstance(lake, Lake) else Lake(spark, lake)
+    path_list = [paths] if isinstance(paths, str | os.PathLike) else [str(p) for p in paths]
+    if not path_list:
+        raise IngestError("no input paths given")
+    report = IngestReport(ingest_id or uuid.uuid4().hex, cluster, lake.location, strict)
+
+    progress_ui.say(f"ingest {report.ingest_id}: listing {', '.join(map(str, path_list))}", progress)
+    plan, ignored = plan_files(spark, [str(p) for p in path_list])
+    report.ignored = ignored
+    if not plan:
+        raise IngestError(
+            f"no metadata log files under {', '.join(map(str, path_list))}"
+            + (f" ({len(ignored)} other file(s) ignored)" if ignored else "")
+        )
+    total = sum(f.length for f in plan)
+    via_spark = sum(1 for f in plan if f.open_with == "spark")
+    progress_ui.say(
+        f"decoding {len(plan)} file(s), {total:,} bytes, on the executors"
+        + (f" ({via_spark} read through Spark binaryFile)" if via_spark else ""),
+        progress,
+    )
+
+    counters = _counters(spark)
+    decoded = decode_plan(spark, plan, counters)
+    cached = _persist(decoded)
+    try:
+        if counters is not None:
+            def read() -> tuple[float, str]:
+                return float(counters[1].value), f"{counters[0].value}/{len(plan)} files"
+
+            with progress_ui.poll(read, total=float(total), desc="decode", unit="B", unit_scale=True,
+                                  enabled=progress):
+                summary = _summarise(decoded)
+        else:
+            summary = _summarise(decoded)
+
+        sniffed_out: set[str] = set()
+        problems: Counter[str] = Counter()
+        streams: Counter[str] = Counter()
+        log_lo: int | None = None
+        log_hi: int | None = None
+        snapshots: set[tuple[int, int]] = set()
+        for row in summary:
+            if row["row_type"] == "I":
+                sniffed_out.update(row["ignored"])
+            elif row["row_type"] == "Q":
+                problems[row["kind"]] += int(row["n"])
+            elif row["row_type"] == "R":
+                streams[row["stream"] or "log"] += int(row["n"])
+                if row["stream"] == "log" and row["min_offset"] is not None:
+                    log_lo = row["min_offset"] if log_lo is None else min(log_lo, row["min_offset"])
+                    log_hi = row["max_offset"] if log_hi is None else max(log_hi, row["max_offset"])
+                if row["stream"] == "snapshot" and row["snapshot_end_offset"] is not None:
+                    snapshots.add((int(row["snapshot_end_offset"]), int(row["snapshot_epoch"] or 0)))
+        report.files = [f.uri for f in plan if f.uri not in sniffed_out]
+        report.ignored = ignored + sorted(sniffed_out)
+        report.bytes = sum(f.length for f in plan if f.uri not in sniffed_out)
+        report.records = sum(streams.values())
+        report.records_by_stream = dict(streams)
+        report.problems = sum(problems.values())
+        report.problems_by_kind = dict(problems)
+        report.log_offsets = (int(log_lo), int(log_hi)) if log_lo is not None and log_hi is not None else None
+        report.snapshots = sorted(snapshots)
+
+        if not report.files:
+            raise IngestError(f"no metadata log files under {', '.join(map(str, path_list))} "
+                              f"({len(report.ignored)} other file(s) ignored)")
+        if strict and report.problems:
+            first = (
+                decoded.filter(F.col("row_type") == "Q")
+                .select("source_file", "file_position", "offset", "kind", "message")
+                .orderBy("source_file", "file_position", "offset")
+                .limit(10)
+                .collect()
+            )
+            described = [
+                f"{r['kind']}: {r['source_file']}"
+                + (f", byte {r['file_position']}" if r["file_position"] is not None else "")
+                + (f", offset {r['offset']}" if r["offset"] is not None else "")
+                + f": {r['message']}"
+                for r in first
+            ]
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(problems.items()))
+            raise StrictIngestError(
+                f"strict ingest refused: {report.problems} problem(s) in the input ({kinds}); nothing was written.\n"
+                + "\n".join("  " + d for d in described),
+                dict(problems),
+                described,
+            )
+
+        for table in (METADATA_RECORDS, QUARANTINE):
+            lake.ensure(table)
+        progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
+        report.records_new = _merge(
+            spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id),
+            _record_condition(cluster), _user_metadata(report, METADATA_RECORDS, report.records),
+        )
+        progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
+        report.problems_new = _merge(
+            spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
+            _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems),
+        )
+        report.committed = {METADATA_RECORDS: report.records_new > 0, QUARANTINE: report.problems_new > 0}
+        report.versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
+    finally:
+        if cached:
+            try:
+                decoded.unpersist()
+            except Exception:
+                pass
+    report.seconds = time.monotonic() - started
+    for line in report.lines():
+        progress_ui.say(line, progress)
+    return report

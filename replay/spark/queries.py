@@ -1,0 +1,157 @@
+"""As-of questions over the lake, from Python and as SQL table functions.
+
+State as of offset N is a range predicate on `acl_history` (DESIGN.md §4): an ACL is certainly live at N when
+`valid_from_offset <= N < valid_to_min_offset` (open end: no upper bound), and possibly live when N falls in the
+uncertain part of either bound. Time maps to the last offset whose time is <= T through `offset_times`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from replay.kafka.acl import AclBinding
+
+ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
+
+
+def open_lake(spark: SparkSession, lake_dir: str | None = None, catalog: str | None = None) -> Any:
+    from replay.spark.tables import Lake
+
+    return Lake(spark, catalog if catalog else (lake_dir or "lakehouse"))
+
+
+def certainly_live(at: Column | int) -> Column:
+    at_col = F.lit(at) if isinstance(at, int) else at
+    return (F.col("valid_from_offset") <= at_col) & (
+        F.col("valid_to_min_offset").isNull() | (at_col < F.col("valid_to_min_offset")))
+
+
+def possibly_live(at: Column | int) -> Column:
+    at_col = F.lit(at) if isinstance(at, int) else at
+    upper = F.col("valid_to_min_offset").isNull() | F.col("valid_to_offset").isNull() | (at_col < F.col("valid_to_offset"))
+    return (F.col("valid_from_min_offset") <= at_col) & upper & ~certainly_live(at_col)
+
+
+@dataclass(frozen=True)
+class LakeState:
+    cluster: str
+    offset: int | None
+    time: int | None
+    certain: dict[str, AclBinding]
+    uncertain: dict[str, AclBinding]
+    covered: bool
+    complete: bool
+
+    @property
+    def exact(self) -> bool:
+        return self.covered and self.complete and not self.uncertain
+
+    def meta(self) -> dict[str, Any]:
+        from replay.cli import format_time
+
+        return {"cluster": self.cluster, "asOfOffset": self.offset, "asOfTime": format_time(self.time),
+                "covered": self.covered, "complete": self.complete, "exact": self.exact}
+
+
+def offset_at_time(lake: Any, cluster: str, time_ms: int) -> int | None:
+    """DESIGN.md §3.8: the last offset whose time is <= time_ms."""
+    row = (lake.read("offset_times").where((F.col("cluster_id") == cluster) & (F.col("time") <= time_ms))
+           .agg(F.max("offset").alias("o")).first())
+    return None if row is None or row["o"] is None else int(row["o"])
+
+
+def time_of_offset(lake: Any, cluster: str, offset: int) -> int | None:
+    row = (lake.read("offset_times").where((F.col("cluster_id") == cluster) & (F.col("offset") <= offset))
+           .agg(F.max_by("time", "offset").alias("t")).first())
+    return None if row is None or row["t"] is None else int(row["t"])
+
+
+def last_offset(lake: Any, cluster: str) -> int | None:
+    row = lake.read("log_coverage").where((F.col("cluster_id") == cluster) & (F.col("kind") != "incomplete")) \
+        .agg(F.max("end_offset").alias("o")).first()
+    return None if row is None or row["o"] is None else int(row["o"])
+
+
+def history(spark: SparkSession, lake: Any, cluster: str) -> DataFrame:
+    """Every ACL lifetime of a cluster (one row per lifetime)."""
+    return lake.read("acl_history").where(F.col("cluster_id") == cluster)
+
+
+def state_frame(lake: Any, cluster: str, offset: int) -> DataFrame:
+    """ACLs certainly or possibly live as of `offset`, with a `certainty` column."""
+    h = lake.read("acl_history").where(F.col("cluster_id") == cluster)
+    return (h.where(certainly_live(offset) | possibly_live(offset))
+            .withColumn("certainty", F.when(certainly_live(offset), "certain").otherwise("uncertain")))
+
+
+def state_at(spark: SparkSession, lake: Any, cluster: str, offset: int | None = None,
+             time: int | None = None) -> LakeState:
+    """The ACLs as of an offset or a time (default: the end of known history)."""
+    if time is not None:
+        offset = offset_at_time(lake, cluster, time)
+        if offset is None:
+            return LakeState(cluster, None, time, {}, {}, False, False)
+    elif offset is None:
+        offset = last_offset(lake, cluster)
+        if offset is None:
+            raise ValueError(f"cluster {cluster!r} has no history in this lake; run `kraft-replay ingest` first")
+    rows = state_frame(lake, cluster, offset).select("acl_id", *ACL_FIELDS, "certainty").collect()
+    certain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] == "certain"}
+    uncertain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] != "certain"}
+    cov = lake.read("log_coverage").where(
+        (F.col("cluster_id") == cluster) & (F.col("start_offset") <= offset) & (F.col("end_offset") >= offset))
+    kinds = {r["kind"] for r in cov.select("kind").collect()}
+    return LakeState(cluster, offset, time if time is not None else time_of_offset(lake, cluster, offset),
+                     certain, uncertain, bool(kinds & {"log", "snapshot"}), "incomplete" not in kinds)
+
+
+def changes_between(spark: SparkSession, lake: Any, cluster: str, start: int | None = None, end: int | None = None,
+                    start_time: int | None = None, end_time: int | None = None) -> DataFrame:
+    """Visible changes with start < offset <= end (by offset, or by time through offset_times)."""
+    if start_time is not None:
+        start = offset_at_time(lake, cluster, start_time)
+        start = -1 if start is None else start
+    if end_time is not None:
+        end = offset_at_time(lake, cluster, end_time)
+        end = -1 if end is None else end
+    ev = lake.read("acl_events").where(F.col("cluster_id") == cluster)
+    if start is not None:
+        ev = ev.where(F.col("offset") > start)
+    if end is not None:
+        ev = ev.where(F.col("offset") <= end)
+    return ev.orderBy("offset", "seq")
+
+
+def register_sql_functions(spark: SparkSession, lake: Any) -> list[str]:
+    """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`.
+
+    Spark 4 SQL table functions over this lake's tables; usable from `spark.sql` and notebooks.
+    """
+    hist, times, events = (lake.table_ref(n) for n in ("acl_history", "offset_times", "acl_events"))
+    cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
+    sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)
+    live = ("h.valid_from_offset <= {at} AND (h.valid_to_min_offset IS NULL OR {at} < h.valid_to_min_offset)")
+    maybe = ("h.valid_from_min_offset <= {at} AND (h.valid_to_min_offset IS NULL OR h.valid_to_offset IS NULL "
+             "OR {at} < h.valid_to_offset)")
+    body = (f"SELECT h.acl_id, {sel}, CASE WHEN {live} THEN 'certain' ELSE 'uncertain' END AS certainty, "
+            f"h.valid_from_offset, h.valid_to_offset FROM {hist} h WHERE h.cluster_id = cluster AND "
+            f"(({live}) OR ({maybe}))")
+    returns = (f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_state_at(cluster STRING, at_offset BIGINT) "
+              f"RETURNS TABLE ({returns}) RETURN {body.format(at='at_offset')}")
+    at_time = (f"(SELECT max(t.offset) FROM {times} t WHERE t.cluster_id = cluster "
+               "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT))")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_state_at_time(cluster STRING, ts TIMESTAMP) "
+              f"RETURNS TABLE ({returns}) RETURN {body.format(at=at_time)}")
+    ev_cols = ", ".join(f"e.{c}" for c in ACL_FIELDS)
+    spark.sql(
+        f"CREATE OR REPLACE TEMPORARY FUNCTION acl_changes_between(cluster STRING, from_offset BIGINT, "
+        f"to_offset BIGINT) RETURNS TABLE (offset BIGINT, offset_min BIGINT, exact BOOLEAN, time BIGINT, "
+        f"acl_id STRING, change STRING, cause STRING, {cols}) RETURN SELECT e.offset, e.offset_min, e.exact, e.time, "
+        f"e.acl_id, e.change, e.cause, {ev_cols} FROM {events} e WHERE e.cluster_id = cluster "
+        "AND e.offset > from_offset AND e.offset <= to_offset")
+    return ["acl_state_at", "acl_state_at_time", "acl_changes_between"]

@@ -1,0 +1,206 @@
+"""One way to get a SparkSession with Delta Lake, wherever this runs.
+
+`get_spark()` decides, in this order:
+
+1. **Databricks** (`DATABRICKS_RUNTIME_VERSION` in the environment, or the file `/databricks/DBR_VERSION`): use the
+   session the runtime already has. Delta is built in; no jar, extension, catalog or memory setting is touched
+   (the runtime ignores or rejects them).
+2. **A session is already running in this process** (a notebook, a test fixture, an application that made its own):
+   reuse it as it is. Static settings such as jars and memory can no longer change; a warning says so when Delta's
+   extension is missing from it.
+3. **Otherwise start one**: `local[*]` (or the `spark://` master given) with Delta's SQL extension and catalog, the
+   Delta jars from `replay.maven.delta_jars()` as explicit comma-joined paths in `spark.jars` (no Ivy), driver
+   memory sized to the machine (`min(25% of RAM, 8g)`, at least 1g; `KRAFT_REPLAY_DRIVER_MEMORY` or `memory=`
+   overrides), the driver bound to 127.0.0.1 for local and loopback masters, in-commit timestamps on for every new
+   Delta table, Arrow on, and the session time zone UTC.
+
+Exactly one line says which branch was taken (printed to stderr and logged), e.g.
+`Spark: local[*] with Delta 4.4.0 jars from ~/.cache/kraft-acl-replay/delta-4.4.0`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+log = logging.getLogger("replay.spark")
+
+APP_NAME = "kraft-acl-replay"
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
+_DBR_FILE = "/databricks/DBR_VERSION"
+_GIB = 1024**3
+
+
+def on_databricks() -> bool:
+    """True inside a Databricks runtime (cluster, job or notebook)."""
+    return "DATABRICKS_RUNTIME_VERSION" in os.environ or os.path.exists(_DBR_FILE)
+
+
+def _databricks_version() -> str:
+    version = os.environ.get("DATABRICKS_RUNTIME_VERSION")
+    if version:
+        return version
+    try:
+        return Path(_DBR_FILE).read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def total_memory_bytes() -> int | None:
+    """Physical memory of this machine, or None when the platform does not say."""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    if pages <= 0 or size <= 0:
+        return None
+    return int(pages) * int(size)
+
+
+def default_driver_memory(total_bytes: int | None = None) -> str:
+    """`min(25% of RAM, 8g)`, at least 1g, in whole gibibytes (Spark's `Ng` form)."""
+    total = total_memory_bytes() if total_bytes is None else total_bytes
+    if not total:
+        return "2g"
+    gib = max(1, min(8, (total // 4) // _GIB))
+    return f"{gib}g"
+
+
+def driver_memory(memory: str | None = None) -> str:
+    """The driver memory to ask for: the argument, else `$KRAFT_REPLAY_DRIVER_MEMORY`, else the machine default."""
+    return memory or os.environ.get(MEMORY_ENV) or default_driver_memory()
+
+
+def _active_session() -> SparkSession | None:
+    """The running session of this process, if any (also when it was made on another thread)."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # a context exists: the builder hands back its session
+        return SparkSession.builder.getOrCreate()
+    return None
+
+
+def _say(line: str) -> None:
+    log.info(line)
+    print(line, file=sys.stderr, flush=True)
+
+
+def _package_root() -> Path:
+    """The directory that holds the `replay` package (a source checkout or site-packages)."""
+    return Path(__file__).resolve().parents[2]
+
+
+def _export_package_path() -> None:
+    """Let local Python workers import `replay` even when it runs from a source checkout that is not installed.
+
+    Local-mode Python workers inherit this process's environment; PYTHONPATH is how they find the package.
+    """
+    root = str(_package_root())
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
+
+
+def _ship_package(spark: SparkSession) -> None:
+    """For a real cluster: zip the `replay` package and add it to every executor's Python path."""
+    root = _package_root()
+    target = Path(tempfile.mkdtemp(prefix="kraft-replay-py-")) / "kraft_acl_replay.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted((root / "replay").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zf.write(path, path.relative_to(root).as_posix())
+    spark.sparkContext.addPyFile(str(target))
+
+
+def _is_loopback_master(master: str) -> bool:
+    if master.startswith("local"):
+        return True
+    host = master.split("://", 1)[-1].split(":", 1)[0].split(",", 1)[0]
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
+def local_conf(master: str, app_name: str, memory: str | None) -> dict[str, str]:
+    """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users)."""
+    from replay.maven import delta_jars
+
+    jars = delta_jars()
+    conf = {
+        "spark.app.name": app_name,
+        "spark.master": master,
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.driver.memory": driver_memory(memory),
+        "spark.databricks.delta.properties.defaults.enableInCommitTimestamps": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if _is_loopback_master(master):
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    return conf
+
+
+def get_spark(
+    master: str | None = None,
+    app_name: str = APP_NAME,
+    memory: str | None = None,
+    conf: Mapping[str, Any] | None = None,
+) -> SparkSession:
+    """Return a SparkSession that can read and write Delta tables (see the module docstring for the rules).
+
+    `master`: `local[N]`, `local[*]` (the default) or `spark://host:port`; ignored on Databricks and when a session
+    is already running. `memory`: driver memory such as `"6g"`. `conf`: extra settings for a session started here
+    (tests use it for small shuffle partitions and no UI); also ignored when a session already exists.
+    """
+    if on_databricks():
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        _say(f"Spark: Databricks session (runtime {_databricks_version()}, Spark {spark.version})")
+        return spark
+
+    active = _active_session()
+    if active is not None:
+        master_now = active.conf.get("spark.master", "?")
+        extensions = active.conf.get("spark.sql.extensions", "") or ""
+        _say(f"Spark: reusing the active session ({master_now}, Spark {active.version})")
+        if DELTA_EXTENSION not in extensions:
+            log.warning("the active Spark session has no Delta extension (%s); Delta SQL may fail", DELTA_EXTENSION)
+        return active
+
+    master = master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER") or "local[*]"
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter and its packages
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    _export_package_path()
+    settings = local_conf(master, app_name, memory)
+    settings.update({k: str(v) for k, v in (conf or {}).items()})
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    jar_dir = Path(settings["spark.jars"].split(",")[0]).parent
+    shown = str(jar_dir).replace(str(Path.home()), "~", 1)
+    from replay.maven import DELTA_JVM_VERSION
+
+    if master.startswith("local"):
+        _say(f"Spark: {master} with Delta {DELTA_JVM_VERSION} jars from {shown} "
+             f"(driver memory {settings['spark.driver.memory']})")
+    else:
+        _ship_package(spark)
+        _say(f"Spark: cluster {master} with Delta {DELTA_JVM_VERSION} jars from {shown}")
+    return spark

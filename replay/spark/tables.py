@@ -1,0 +1,354 @@
+"""The lake: where the Delta tables of DESIGN.md §4 live, their schemas, and how to create, name and read them.
+
+A lake is either
+
+* a **directory** (any path or URI Spark writes: `./lakehouse`, `/data/lake`, `dbfs:/…`, `s3://…`, `/Volumes/…`):
+  each table is a path-based Delta table `<dir>/<table>` and is named `` delta.`<dir>/<table>` `` in SQL; or
+* a **catalog schema** `catalog.schema` (Unity Catalog, or any catalog that creates Delta tables): each table is
+  `catalog.schema.table`, managed by the catalog.
+
+`Lake(spark, "main.kafka_audit")` is a catalog lake because the text is two SQL identifiers joined by a dot and
+holds no `/`; anything else is a directory (`./a.b` for a directory whose name has a dot). `Lake.at_path` and
+`Lake.in_catalog` say it explicitly.
+
+Every table holds `cluster_id` as its first column and is partitioned by it, so one lake serves many clusters and
+ingests of different clusters write to different partitions (Delta sees no conflict between them). Tables are
+created on first use with in-commit timestamps (so `TIMESTAMP AS OF` survives copying the lake) and long log
+retention (so `VERSION AS OF`/`DESCRIBE HISTORY` keep telling which dumps were known when). Creation is SQL DDL,
+so it also works over Spark Connect and on Databricks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+DEFAULT_LAKE = "./lakehouse"
+
+METADATA_RECORDS = "metadata_records"
+QUARANTINE = "quarantine"
+ACL_EVENTS = "acl_events"
+ACL_HISTORY = "acl_history"
+LOG_COVERAGE = "log_coverage"
+ANOMALIES = "anomalies"
+
+PARTITION_COLUMNS = ("cluster_id",)
+
+# Properties every table gets at creation.
+TABLE_PROPERTIES: dict[str, str] = {
+    "delta.enableInCommitTimestamps": "true",
+    # An audit trail must be able to go back: keep the Delta log (history, time travel) for ten years and never let
+    # VACUUM take files younger than that. The ingest only ever appends, so nothing is removed in normal use.
+    "delta.logRetentionDuration": "interval 3650 days",
+    "delta.deletedFileRetentionDuration": "interval 3650 days",
+}
+
+
+def _f(name: str, dtype: DataType, comment: str, nullable: bool = True) -> StructField:
+    return StructField(name, dtype, nullable, {"comment": comment})
+
+
+_CLUSTER = _f("cluster_id", StringType(), "the cluster this row belongs to (the user's name or Kafka's cluster.id)",
+              nullable=False)
+_ACL_FIELDS = [
+    _f("resource_type", StringType(), "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)"),
+    _f("resource_name", StringType(), "resource name or prefix"),
+    _f("pattern_type", StringType(), "PatternType enum name (LITERAL, PREFIXED, ...)"),
+    _f("principal", StringType(), "principal, e.g. User:alice"),
+    _f("host", StringType(), "host, * for any"),
+    _f("operation", StringType(), "AclOperation enum name (READ, WRITE, ALL, ...)"),
+    _f("permission_type", StringType(), "AclPermissionType enum name (ALLOW, DENY)"),
+]
+
+METADATA_RECORDS_SCHEMA = StructType([
+    _CLUSTER,
+    _f("source_file", StringType(), "the file read (its URI as Spark lists it) when the row was first ingested"),
+    _f("source_kind", StringType(), "kind of that file: segment, snapshot, bootstrap or dump_log_text"),
+    _f("stream", StringType(), "which record sequence the row belongs to: log, snapshot or bootstrap "
+       "(dump-log text sections are routed by their header); part of the row's identity"),
+    _f("text_section", StringType(), "dump-log text only: the path its `Dumping` section printed"),
+    _f("snapshot_end_offset", LongType(), "snapshot rows: the snapshot's exclusive end offset; null otherwise"),
+    _f("snapshot_epoch", IntegerType(), "snapshot rows: the snapshot's epoch; null otherwise"),
+    _f("file_position", LongType(), "byte position of the record's batch in the dumped file"),
+    _f("batch_base_offset", LongType(), "the batch's base offset"),
+    _f("batch_last_offset", LongType(), "the batch's last offset"),
+    _f("offset", LongType(), "log offset; for snapshot rows the local offset inside the snapshot file"),
+    _f("record_index", IntegerType(), "position of the record in its batch, from 0"),
+    _f("leader_epoch", IntegerType(), "the batch's partition leader epoch"),
+    _f("append_time", LongType(), "the batch's append time (max timestamp), epoch milliseconds: the record's time"),
+    _f("append_ts", TimestampType(), "append_time as a timestamp"),
+    _f("record_timestamp", LongType(), "the record's own timestamp (base timestamp + delta), epoch milliseconds"),
+    _f("codec", StringType(), "the batch's compression codec"),
+    _f("crc_ok", BooleanType(), "whether the batch's CRC-32C matched"),
+    _f("is_control", BooleanType(), "a control record (leader change, snapshot header/footer, voters, ...)"),
+    _f("control_type", StringType(), "control records: the control type name"),
+    _f("api_key", IntegerType(), "data records: the metadata record type's api key"),
+    _f("record_version", IntegerType(), "the record's schema version"),
+    _f("record_type", StringType(), "type name, e.g. ACCESS_CONTROL_ENTRY_RECORD or SNAPSHOT_HEADER"),
+    _f("payload_json", StringType(), "the record as Kafka's JSON text (what kafka-dump-log prints as payload)"),
+    _f("acl_id", StringType(), "ACL records: the ACL's id (Kafka's base64url UUID text)"),
+    *_ACL_FIELDS,
+    _f("raw_key", BinaryType(), "the record's key bytes as stored"),
+    _f("raw_value", BinaryType(), "the record's value bytes as stored"),
+    _f("decode_error", StringType(), "why the value did not decode (the raw bytes are still here)"),
+    _f("content_hash", StringType(), "hex sha256 of offset + key + value: equal hashes at one offset are one record"),
+    _f("ingest_id", StringType(), "the ingest that first brought this row"),
+])
+
+QUARANTINE_SCHEMA = StructType([
+    _CLUSTER,
+    _f("source_file", StringType(), "the file read"),
+    _f("source_kind", StringType(), "kind of that file"),
+    _f("text_section", StringType(), "dump-log text only: the file a section printed, when the problem names it"),
+    _f("file_position", LongType(), "byte position in the file (dump-log text: the line number)"),
+    _f("offset", LongType(), "log offset, when known"),
+    _f("kind", StringType(), "what is wrong (ProblemKind value: bad_crc, truncated_tail, bad_record, ...)"),
+    _f("message", StringType(), "what is wrong, in words"),
+    _f("raw", BinaryType(), "the undecodable bytes (the decoder keeps at most 1 MiB per problem)"),
+    _f("content_hash", StringType(), "hex sha256 of kind, position, offset and raw bytes (the row's identity)"),
+    _f("ingest_id", StringType(), "the ingest that first found it"),
+])
+
+# ---- the replay's tables (DESIGN.md §4). Written by replay.spark.replay; the schemas here are the starting point.
+
+ACL_EVENTS_SCHEMA = StructType([
+    _CLUSTER,
+    _f("offset", LongType(), "where the change became visible (after transactions; E-1 for a snapshot load)"),
+    _f("offset_min", LongType(), "uncertain changes happened in [offset_min, offset]; == offset when exact"),
+    _f("exact", BooleanType(), "whether the offset is exact"),
+    _f("seq", IntegerType(), "order of events at one offset"),
+    _f("time", LongType(), "append time of the visible offset, epoch ms"),
+    _f("ts", TimestampType(), "time as a timestamp"),
+    _f("acl_id", StringType(), "the ACL's id"),
+    _f("change", StringType(), "CREATE or REMOVE"),
+    _f("cause", StringType(), "RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD"),
+    _f("record_offset", LongType(), "where the record physically is (null for snapshot loads)"),
+    *_ACL_FIELDS,
+    _f("replay_id", StringType(), "the replay run that wrote this row"),
+])
+
+ACL_HISTORY_SCHEMA = StructType([
+    _CLUSTER,
+    _f("acl_id", StringType(), "the ACL's id"),
+    *_ACL_FIELDS,
+    _f("valid_from_offset", LongType(), "certainly live from this offset on"),
+    _f("valid_from_min_offset", LongType(), "may have been live from here (== valid_from_offset when exact)"),
+    _f("valid_from_exact", BooleanType(), "whether the start is exact"),
+    _f("valid_from_time", LongType(), "append time at valid_from_offset, epoch ms"),
+    _f("valid_from_ts", TimestampType(), "valid_from_time as a timestamp"),
+    _f("began_by", StringType(), "RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD"),
+    _f("valid_to_offset", LongType(), "certainly gone from here (exclusive end); null: live at the end of history"),
+    _f("valid_to_min_offset", LongType(), "may be gone from here (== valid_to_offset when exact)"),
+    _f("valid_to_exact", BooleanType(), "whether the end is exact"),
+    _f("valid_to_time", LongType(), "append time at valid_to_offset, epoch ms"),
+    _f("valid_to_ts", TimestampType(), "valid_to_time as a timestamp"),
+    _f("ended_by", StringType(), "RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD; null while live"),
+    _f("replay_id", StringType(), "the replay run that wrote this row"),
+])
+
+LOG_COVERAGE_SCHEMA = StructType([
+    _CLUSTER,
+    _f("start_offset", LongType(), "first offset of the range"),
+    _f("end_offset", LongType(), "last offset of the range (inclusive)"),
+    _f("kind", StringType(), "log (known record by record), snapshot (known only through a snapshot) or missing"),
+    _f("source", StringType(), "where the range is known from"),
+    _f("replay_id", StringType(), "the replay run that wrote this row"),
+])
+
+ANOMALIES_SCHEMA = StructType([
+    _CLUSTER,
+    _f("kind", StringType(), "snapshot_mismatch, duplicate_id, unknown_remove, divergence, pending_transaction, ..."),
+    _f("message", StringType(), "the finding in words"),
+    _f("source_file", StringType(), "file concerned, when there is one"),
+    _f("file_position", LongType(), "byte position in that file, when known"),
+    _f("offset", LongType(), "log offset concerned, when known"),
+    _f("acl_id", StringType(), "ACL concerned, when there is one"),
+    _f("replay_id", StringType(), "the replay run that wrote this row"),
+])
+
+SCHEMAS: dict[str, StructType] = {
+    METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
+    QUARANTINE: QUARANTINE_SCHEMA,
+    ACL_EVENTS: ACL_EVENTS_SCHEMA,
+    ACL_HISTORY: ACL_HISTORY_SCHEMA,
+    LOG_COVERAGE: LOG_COVERAGE_SCHEMA,
+    ANOMALIES: ANOMALIES_SCHEMA,
+}
+
+_IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
+_CATALOG_SCHEMA_RE = re.compile(rf"^{_IDENT}\.{_IDENT}$")
+_URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def quote_ident(name: str) -> str:
+    """One SQL identifier in backticks (an identifier already in backticks is kept)."""
+    if len(name) >= 2 and name.startswith("`") and name.endswith("`"):
+        return name
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def ddl_columns(schema: StructType) -> str:
+    """`name type [NOT NULL] COMMENT '...'` for each field, comma-joined (for CREATE TABLE)."""
+    cols = []
+    for f in schema.fields:
+        col = f"{quote_ident(f.name)} {f.dataType.simpleString().upper()}"
+        if not f.nullable:
+            col += " NOT NULL"
+        comment = f.metadata.get("comment")
+        if comment:
+            col += f" COMMENT {_sql_string(comment)}"
+        cols.append(col)
+    return ", ".join(cols)
+
+
+def is_catalog_location(location: str) -> bool:
+    """`catalog.schema` (two SQL identifiers, no slash) rather than a directory."""
+    return "/" not in location and not _URI_RE.match(location) and bool(_CATALOG_SCHEMA_RE.match(location))
+
+
+class Lake:
+    """The tables of one lake. Cheap to make; nothing is created until `ensure` (or a write) needs it."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        location: str | None = None,
+        *,
+        catalog: bool | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> None:
+        text = (location or DEFAULT_LAKE).strip()
+        if not text:
+            raise ValueError("empty lake location")
+        self.spark = spark
+        self.is_catalog = is_catalog_location(text) if catalog is None else catalog
+        self.properties = {**TABLE_PROPERTIES, **(properties or {})}
+        if self.is_catalog:
+            self.location = text
+            self.schema_ref = ".".join(quote_ident(p) for p in _split_two(text))
+        else:
+            self.location = text.rstrip("/") if _URI_RE.match(text) else os.path.abspath(os.path.expanduser(text))
+            self.schema_ref = ""
+
+    @classmethod
+    def at_path(cls, spark: SparkSession, path: str) -> Lake:
+        return cls(spark, path, catalog=False)
+
+    @classmethod
+    def in_catalog(cls, spark: SparkSession, catalog_schema: str) -> Lake:
+        return cls(spark, catalog_schema, catalog=True)
+
+    def __repr__(self) -> str:
+        return f"Lake({'catalog ' if self.is_catalog else ''}{self.location!r})"
+
+    # ---- names -----------------------------------------------------------------------------------------------
+    def table_path(self, name: str) -> str | None:
+        """The table's directory for a directory lake; None for a catalog lake (the catalog manages it)."""
+        return None if self.is_catalog else f"{self.location}/{name}"
+
+    def table_ref(self, name: str) -> str:
+        """How SQL names the table: `` delta.`/lake/name` `` or `` `catalog`.`schema`.`name` ``."""
+        if self.is_catalog:
+            return f"{self.schema_ref}.{quote_ident(name)}"
+        path = self.table_path(name)
+        assert path is not None
+        return f"delta.{quote_ident(path)}"
+
+    # ---- state -----------------------------------------------------------------------------------------------
+    def exists(self, name: str) -> bool:
+        if self.is_catalog:
+            return bool(self.spark.catalog.tableExists(f"{self.location}.{name}"))
+        path = self.table_path(name)
+        assert path is not None
+        try:
+            self.spark.sql(f"DESCRIBE DETAIL {self.table_ref(name)}").collect()
+        except Exception as e:  # not a Delta table (yet)
+            if _is_missing_table(e):
+                return False
+            raise
+        return True
+
+    def version(self, name: str) -> int | None:
+        """The table's latest version, or None when it does not exist."""
+        if not self.exists(name):
+            return None
+        row = self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)} LIMIT 1").select("version").first()
+        return None if row is None else int(row[0])
+
+    def history(self, name: str, limit: int | None = None) -> DataFrame:
+        """`DESCRIBE HISTORY` of the table, newest first."""
+        tail = f" LIMIT {int(limit)}" if limit else ""
+        return self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)}{tail}")
+
+    # ---- reading ---------------------------------------------------------------------------------------------
+    def read(self, name: str, version: int | None = None, timestamp: str | None = None) -> DataFrame:
+        """The table as a DataFrame, now or as of a Delta version or timestamp (time travel)."""
+        suffix = ""
+        if version is not None:
+            suffix = f" VERSION AS OF {int(version)}"
+        elif timestamp is not None:
+            suffix = f" TIMESTAMP AS OF {_sql_string(timestamp)}"
+        return self.spark.sql(f"SELECT * FROM {self.table_ref(name)}{suffix}")
+
+    # ---- creating --------------------------------------------------------------------------------------------
+    def ensure(self, name: str, schema: StructType | None = None) -> str:
+        """Create the table if it does not exist (and add columns the schema has gained); return its SQL name."""
+        schema = schema or SCHEMAS[name]
+        ref = self.table_ref(name)
+        if self.is_catalog:
+            try:
+                self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_ref}")
+            except Exception:  # no privilege to create schemas: the CREATE TABLE below says what is wrong
+                pass
+        if not self.exists(name):
+            props = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in self.properties.items())
+            parts = [c for c in PARTITION_COLUMNS if c in schema.fieldNames()]
+            partitioned = f" PARTITIONED BY ({', '.join(quote_ident(c) for c in parts)})" if parts else ""
+            self.spark.sql(
+                f"CREATE TABLE IF NOT EXISTS {ref} ({ddl_columns(schema)}) USING DELTA{partitioned} "
+                f"TBLPROPERTIES ({props})"
+            )
+            return ref
+        have = set(self.read(name).schema.fieldNames())
+        missing = [f for f in schema.fields if f.name not in have]
+        if missing:
+            self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({ddl_columns(StructType(missing))})")
+        return ref
+
+    def ensure_all(self, names: list[str] | None = None) -> None:
+        for name in names or list(SCHEMAS):
+            self.ensure(name)
+
+
+def _split_two(text: str) -> list[str]:
+    m = re.match(rf"^({_IDENT})\.({_IDENT})$", text)
+    if not m:
+        raise ValueError(f"not a catalog.schema name: {text!r}")
+    return [m.group(1), m.group(2)]
+
+
+def _is_missing_table(error: Exception) -> bool:
+    text = str(error)
+    return any(
+        marker in text
+        for marker in ("DELTA_MISSING_DELTA_TABLE", "is not a Delta table", "PATH_NOT_FOUND", "TABLE_OR_VIEW_NOT_FOUND",
+                       "DELTA_TABLE_NOT_FOUND", "doesn't exist", "does not exist")
+    )

@@ -1,0 +1,467 @@
+"""dump-log text: our rendering against Kafka 4.3.1's own DumpLogSegments (the oracle), and reading it back."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.kafka import batch as batch_reader
+from replay.kafka import dumplog, schemas, writer
+from replay.kafka.model import Batch, Problem, ProblemKind, Record
+
+T0 = 1_700_000_000_000
+ACL_A = "ASNFZ4mrze8P7cuph2VDIQ"
+ACL_B = "EREREREREREiIiIiIiIiIg"
+
+
+# ---- a corpus of files written with our writer ----------------------------------------------------------------
+
+
+def _value_for(fld: schemas.Field, version: int, rng: random.Random, depth: int = 0) -> Any:
+    """A non-default value for a field (so tagged fields get written and printed)."""
+    if fld.nullable_in(version) and rng.random() < 0.2:
+        return None
+    if fld.is_array:
+        n = rng.randint(1, 2)
+        if fld.struct is not None:
+            return [_struct_value(fld.struct, version, rng, depth + 1) for _ in range(n)]
+        return [_scalar(fld.element_type, rng) for _ in range(n)]
+    if fld.struct is not None:
+        return _struct_value(fld.struct, version, rng, depth + 1)
+    return _scalar(fld.type, rng)
+
+
+def _scalar(kind: str, rng: random.Random) -> Any:
+    if kind == "bool":
+        return True
+    if kind == "int8":
+        return rng.randint(1, 100)
+    if kind == "int16":
+        return rng.randint(1, 30000)
+    if kind == "uint16":
+        return rng.randint(1, 65535)
+    if kind == "int32":
+        return rng.randint(1, 2**31 - 1)
+    if kind == "uint32":
+        return rng.randint(1, 2**32 - 1)
+    if kind == "int64":
+        return rng.randint(1, 2**63 - 1)
+    if kind == "float64":
+        return rng.choice([1.5, 1.0e7, 0.001, 123456.789, 1e-5, 2.5e21])
+    if kind == "string":
+        return rng.choice(["User:alice", "payments", "é✓ \"quoted\"\n", "*", "a\\b"])
+    if kind == "bytes":
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 9)))
+    if kind == "uuid":
+        return schemas.uuid_text(bytes(rng.getrandbits(8) for _ in range(16)))
+    raise AssertionError(kind)
+
+
+def _struct_value(st: schemas.Struct, version: int, rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    return {f.json_name: _value_for(f, version, rng, depth) for f in st.fields if f.present_in(version)}
+
+
+def every_record(seed: int = 7) -> list[writer.RecordInput]:
+    """One record per metadata type and version that Kafka 4.3.1 knows, with non-default values."""
+    rng = random.Random(seed)
+    out = []
+    for api_key, schema in sorted(schemas.METADATA_SCHEMAS.items()):
+        if not schema.in_kafka_431:
+            continue
+        for version in range(schema.valid_versions.lo, schema.max_version + 1):
+            out.append(writer.metadata_record(api_key, version, _struct_value(schema.struct, version, rng)))
+    return out
+
+
+def voters_record() -> writer.RecordInput:
+    return writer.control_record(writer.KRAFT_VOTERS, {"version": 0, "voters": [{
+        "voterId": 1, "voterDirectoryId": ACL_B,
+        "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093}],
+        "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1}}]})
+
+
+def _acl(acl_id: str, principal: str) -> writer.RecordInput:
+    return writer.acl_record(acl_id, {"resourceType": 2, "resourceName": "foo", "patternType": 3,
+                                      "principal": principal, "host": "*", "operation": 3, "permissionType": 3})
+
+
+BAD_VALUES = [  # values Kafka cannot read, each with its own error text
+    None, b"", b"\x01", b"\x01\x12", b"\x00\x14\x00\x00", b"\x02\x14\x00\x00", b"\x01\x08\xff\xff\xff\x7f",
+    b"\x01\xff\x7f\x00", b"\x01\x80\x80\x02\x00", b"\x01\x06\x00\x00", b"\x01\x1d\x00\x00\x00\x00\x05\x00",
+    b"\x01\x14\x00\x00\xff", b"\x01\x12\x00" + bytes(16) + b"\x02\x04foo", b"\x01\x14\x05\x00",
+    b"\x01\x12\x01" + bytes(16) + b"\x02\x04foo\x03\x0bUser:alice\x02*\x03\x03\x00",
+]
+
+
+def build_corpus(d: Path) -> dict[str, str]:
+    """Every kind of file and batch we can make; returns name -> path."""
+    d.mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
+    seg = d / "a"
+    with writer.SegmentWriter(str(seg), 0, epoch=1, timestamp=T0, time_step=1) as w:
+        w.append_leader_change(1, [1, 2, 3])
+        w.append_control([writer.leader_change(1, [1]), writer.kraft_version(1), voters_record()])
+        w.append([writer.feature_level("metadata.version", 21), _acl(ACL_A, "User:alice"), writer.noop()])
+        w.append([writer.begin_txn("txn"), _acl(ACL_B, "User:bob"), writer.remove_acl_record(ACL_A),
+                  writer.end_txn()])
+        w.append([writer.begin_txn(None), _acl(ACL_A, "User:carol"), writer.abort_txn("Controller failover")])
+        for codec in ("gzip", "snappy", "lz4", "zstd"):
+            w.append([writer.noop(), _acl(ACL_A, f"User:{codec}"), writer.remove_acl_record(ACL_A)], codec=codec)
+        records = every_record()
+        for start in range(0, len(records), 7):
+            w.append(records[start:start + 7], codec=["none", "gzip", "zstd"][start % 3])
+        w.append([writer.RecordInput(v) for v in BAD_VALUES])
+        w.append([writer.RecordInput(b"\x00\x00", control_type=9),
+                  writer.control_record(writer.COMMIT, {"version": 0, "coordinatorEpoch": 5}),
+                  writer.control_record(writer.ABORT, {"version": 0, "coordinatorEpoch": 7})], control=True)
+        off = w.next_offset
+        # odd header facts: LogAppendTime, a producer, sequences, transactional, headers, timestamp deltas
+        w.write_raw(writer.encode_batch(
+            off, [writer.RecordInput(writer.noop().value, headers=(("h1", b"x"), ("h2", None)), timestamp_delta=3),
+                  writer.RecordInput(writer.noop().value, timestamp_delta=-2)],
+            epoch=2, timestamp=T0 + 50, max_timestamp=T0 + 60, producer_id=77, producer_epoch=3,
+            base_sequence=2**31 - 2, transactional=True))
+        w.write_raw(writer.encode_batch(off + 2, [writer.noop(), writer.noop()], epoch=2, timestamp=T0 + 70,
+                                        max_timestamp=T0 + 99, log_append_time=True, codec="lz4"))
+        w.write_raw(writer.corrupt_crc(writer.encode_batch(off + 4, [_acl(ACL_B, "User:crc")], epoch=2,
+                                                           timestamp=T0 + 80)))
+        w.write_raw(writer.corrupt_body(writer.encode_batch(off + 5, [writer.feature_level("x.version", 1)],
+                                                            epoch=2, timestamp=T0 + 81), at=70))
+        w.write_raw(writer.encode_batch(off + 6, [writer.noop()], epoch=2, timestamp=T0 + 90)[:40])  # partial tail
+    files["segment"] = w.path
+    with writer.SegmentWriter(str(d / "b"), 500, epoch=4, timestamp=T0) as w:  # offsets out of order
+        w.append([writer.noop()])
+        w.write_raw(writer.encode_batch(505, [writer.noop(), writer.noop()], epoch=4, timestamp=T0))
+        w.write_raw(writer.encode_batch(503, [writer.noop()], epoch=4, timestamp=T0))
+        w.write_raw(b"\x00" * 16)  # fewer than 17 bytes: a short tail
+    files["gaps"] = w.path
+    files["snapshot"] = writer.write_snapshot(
+        str(d / "a"), 12, 2, [writer.feature_level("metadata.version", 21), _acl(ACL_B, "User:bob"),
+                              *every_record(3)[:5]],
+        T0 + 3, kraft_version_records=[writer.kraft_version(1), voters_record()], batch_size=3, codec="snappy")
+    files["bootstrap"] = writer.write_bootstrap(str(d / "a"), [writer.feature_level("metadata.version", 21),
+                                                               _acl(ACL_A, "User:admin")])
+    (d / "notes.txt").write_text("not a log\n")
+    files["unknown"] = str(d / "notes.txt")
+    with writer.SegmentWriter(str(d / "c"), 0, epoch=1, timestamp=T0) as w:  # Kafka dies on this one
+        w.append([writer.noop()])
+        w.write_raw(b"\x00" * 40)
+    files["crash"] = w.path
+    return files
+
+
+ORDER = ["segment", "gaps", "snapshot", "bootstrap", "unknown", "crash"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return build_corpus(tmp_path_factory.mktemp("dumplog"))
+
+
+# ---- the oracle -------------------------------------------------------------------------------------------------
+
+
+def _classpath() -> str | None:
+    if shutil.which("java") is None:
+        return None
+    try:
+        from replay import maven
+
+        return os.pathsep.join(str(p) for p in maven.kafka_jars())
+    except Exception:
+        return None
+
+
+def run_kafka(paths: list[str], skip: bool) -> tuple[list[str], list[str]]:
+    cp = _classpath()
+    if cp is None:
+        pytest.skip("java or the Kafka 4.3.1 jars are not available")
+    args = ["java", "-cp", cp, "org.apache.kafka.tools.DumpLogSegments", "--cluster-metadata-decoder",
+            "--files", ",".join(paths)]
+    if skip:
+        args.append("--skip-record-metadata")
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    err = [line for line in proc.stderr.splitlines() if not line.startswith(("SLF4J", "\tat "))]
+    return proc.stdout.splitlines(), err
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["full", "skip-record-metadata"])
+def oracle(request: pytest.FixtureRequest, corpus: dict[str, str]) -> tuple[bool, list[str], list[str]]:
+    paths = [corpus[k] for k in ORDER]
+    out, err = run_kafka(paths, request.param)
+    return request.param, out, err
+
+
+@pytest.mark.kafka
+def test_stdout_equals_kafka_line_for_line(oracle: tuple[bool, list[str], list[str]],
+                                           corpus: dict[str, str]) -> None:
+    skip, theirs, _ = oracle
+    ours = list(dumplog.render_files([corpus[k] for k in ORDER], "4.3", skip))
+    assert len(theirs) > 100
+    for i, (a, b) in enumerate(zip(theirs, ours, strict=False)):
+        assert b == a, f"line {i + 1} differs"
+    assert len(ours) == len(theirs)
+
+
+@pytest.mark.kafka
+def test_stderr_equals_kafka(oracle: tuple[bool, list[str], list[str]], corpus: dict[str, str]) -> None:
+    skip, _, theirs = oracle
+    renderer = dumplog.DumpLogRenderer("4.3", skip)
+    for _ in renderer.render_files([corpus[k] for k in ORDER]):
+        pass
+    assert renderer.failed is not None  # the last file kills the tool; the report of gaps is never printed
+    assert renderer.stderr == theirs
+
+
+@pytest.mark.kafka
+def test_nonconsecutive_report_equals_kafka(corpus: dict[str, str]) -> None:
+    paths = [corpus["gaps"], corpus["segment"], corpus["snapshot"]]
+    theirs_out, theirs_err = run_kafka(paths, False)
+    err: list[str] = []
+    assert list(dumplog.render_files(paths, stderr=err)) == theirs_out
+    assert err == theirs_err
+    assert any("is followed by" in line for line in err)
+
+
+@pytest.mark.kafka
+def test_every_record_type_is_in_the_oracle_run(corpus: dict[str, str]) -> None:
+    types = set()
+    for item in batch_reader.read_file(corpus["segment"]):
+        if isinstance(item, Batch):
+            types |= {r.type_name for r in item.records if r.type_name}
+    expected = {s.type_name for s in schemas.METADATA_SCHEMAS.values() if s.in_kafka_431}
+    assert expected <= types
+    assert {"LEADER_CHANGE", "KRAFT_VERSION", "KRAFT_VOTERS", "COMMIT", "ABORT"} <= types
+
+
+# ---- variants -------------------------------------------------------------------------------------------------
+
+
+def test_variant_differences(corpus: dict[str, str]) -> None:
+    full43 = list(dumplog.render_file(corpus["segment"], "4.3"))
+    full41 = list(dumplog.render_file(corpus["segment"], "4.1"))
+    full40 = list(dumplog.render_file(corpus["segment"], "4.0"))
+    assert full41 == full43
+    changed = [(a, b) for a, b in zip(full41, full40, strict=True) if a != b]
+    assert changed and all(" LeaderChange: {" in a and b.endswith(" controlType: LEADER_CHANGE(2)")
+                           for a, b in changed)
+    skip43 = list(dumplog.render_file(corpus["segment"], "4.3", True))
+    skip41 = list(dumplog.render_file(corpus["segment"], "4.1", True))
+    assert any(line.startswith("| payload: {") for line in skip43)
+    assert [line.replace("| payload: ", " payload: ", 1) for line in skip43] == skip41
+    assert "" in skip43  # control records print empty lines
+
+
+def test_scala_nonconsecutive_report_skips_the_first_record_and_lists_newest_first(corpus: dict[str, str]) -> None:
+    reports = {}
+    for variant in ("4.1", "4.3"):
+        r = dumplog.DumpLogRenderer(variant, cwd="/x")
+        list(r.render_files([corpus["gaps"]]))
+        reports[variant] = r.stderr
+    assert reports["4.3"][1:] == ["  -1 is followed by 500", "  500 is followed by 505", "  506 is followed by 503"]
+    assert reports["4.1"][1:] == ["  506 is followed by 503", "  500 is followed by 505"]
+
+
+def test_unknown_variant_is_refused() -> None:
+    with pytest.raises(ValueError):
+        list(dumplog.render_file("x.log", "3.9"))
+
+
+# ---- reading text back ----------------------------------------------------------------------------------------
+
+
+def _records(items: list[Batch | Problem]) -> list[tuple[str, int, Any, Any, Any]]:
+    out = []
+    for item in items:
+        if isinstance(item, Batch):
+            for r in item.records:
+                out.append((item.source, r.offset, r.type_name, r.version, r.data))
+    return out
+
+
+@pytest.mark.parametrize("variant", dumplog.VARIANTS)
+@pytest.mark.parametrize("skip", [False, True], ids=["full", "skip"])
+def test_parse_text_gives_back_the_records(corpus: dict[str, str], variant: str, skip: bool) -> None:
+    paths = [corpus[k] for k in ["segment", "gaps", "snapshot", "bootstrap"]]
+    text = list(dumplog.render_files(paths, variant, skip))
+    parsed = list(dumplog.parse_text(text, "dump.txt"))
+    decoded: list[Batch | Problem] = []
+    for p in paths:
+        for item in batch_reader.read_file(p):
+            if isinstance(item, Batch):
+                item.source = p
+            decoded.append(item)
+    ours = [b for b in parsed if isinstance(b, Batch)]
+    theirs = [b for b in decoded if isinstance(b, Batch)]
+    assert [b.source for b in ours] == [b.source for b in theirs]
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.header.base_offset == b.header.base_offset
+        assert a.header.last_offset == b.header.last_offset
+        assert a.header.position == b.header.position and a.header.size == b.header.size
+        assert a.header.crc == b.header.crc and a.header.crc_ok == b.header.crc_ok
+        assert a.header.attributes == b.header.attributes and a.header.max_timestamp == b.header.max_timestamp
+        assert len(a.records) == len(b.records)
+        for ra, rb in zip(a.records, b.records, strict=True):
+            if skip:
+                assert ra.offset == a.header.base_offset + a.records.index(ra)
+            else:
+                assert (ra.offset, ra.timestamp, ra.key) == (rb.offset, rb.timestamp, rb.key)
+                assert [k for k, _ in ra.headers] == [k for k, _ in rb.headers]
+            if rb.is_control:
+                assert ra.is_control
+                if skip:
+                    continue
+                assert ra.control_type == rb.control_type
+                if rb.data is not None and not (variant == "4.0" and rb.control_type == 2):
+                    assert ra.data == rb.data
+                    assert ra.value == rb.value  # re-encoded control bodies are byte-identical here
+            elif rb.data is not None and rb.api_key in dumplog.KAFKA_43_API_KEYS:
+                assert (ra.type_name, ra.version, ra.data, ra.api_key) == (rb.type_name, rb.version, rb.data,
+                                                                         rb.api_key)
+                assert ra.value == rb.value
+            else:
+                assert ra.data is None and ra.error
+    problems = [p for p in parsed if isinstance(p, Problem)]
+    assert not [p for p in problems if p.kind == ProblemKind.BAD_TEXT_LINE]
+    assert sum(p.kind == ProblemKind.TRUNCATED_TAIL for p in problems) == 2
+    assert any(p.kind == ProblemKind.BAD_RECORD and "Error" not in p.message for p in problems)
+
+
+def test_sections_carry_the_file_facts(corpus: dict[str, str]) -> None:
+    paths = [corpus[k] for k in ["segment", "gaps", "snapshot", "bootstrap"]]
+    reader = dumplog.DumpTextReader("dump.txt")
+    batches = [b for b in reader.read(dumplog.render_files(paths)) if isinstance(b, Batch)]
+    assert [s.path for s in reader.sections] == paths
+    seg, gaps, snap, boot = reader.sections
+    assert (seg.kind, seg.log_start_offset) == ("segment", 0)
+    assert (gaps.kind, gaps.log_start_offset, gaps.invalid_tail_bytes) == ("segment", 500, 16)
+    assert (snap.kind, snap.snapshot_end_offset, snap.snapshot_epoch) == ("snapshot", 12, 2)
+    assert boot.kind == "bootstrap"
+    assert {b.source for b in batches} == set(paths)
+
+
+def test_kafka_output_with_an_unknown_version_parses(tmp_path: Path) -> None:
+    text = [
+        "Dumping /d/00000000000000000000.log",
+        "Log starting offset: 0",
+        "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
+        "partitionLeaderEpoch: 1 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty "
+        "position: 0 CreateTime: 1700000000000 size: 72 magic: 2 compresscodec: none crc: 2956721725 isvalid: true",
+        '| offset: 0 CreateTime: 1700000000000 keySize: -1 valueSize: 4 sequence: -1 headerKeys: [] payload: '
+        '{"type":"NO_OP_RECORD","version":9,"data":{}}',
+    ]
+    items = list(dumplog.parse_text(text, "t.txt"))
+    assert [p.kind for p in items if isinstance(p, Problem)] == [ProblemKind.UNKNOWN_VERSION]
+    (b,) = [i for i in items if isinstance(i, Batch)]
+    assert b.records[0].offset == 0 and b.records[0].error
+
+
+def test_bad_lines_are_reported_with_line_numbers(corpus: dict[str, str]) -> None:
+    text = list(dumplog.render_file(corpus["snapshot"]))
+    text.insert(3, "garbage in the middle")
+    payload = next(i for i, line in enumerate(text) if "payload: {" in line)
+    text[payload] = text[payload].replace("payload: {", "payload: {oops", 1)
+    text[payload + 1] = "| offset: x"
+    text.append("Found many invalid bytes")
+    items = list(dumplog.parse_text(iter(text), "pasted.txt"))
+    bad = [p for p in items if isinstance(p, Problem) and p.kind == ProblemKind.BAD_TEXT_LINE]
+    assert [p.position for p in bad] == [4, payload + 1, payload + 2, len(text)]
+    # the batch around the garbage line keeps its records
+    first = next(i for i in items if isinstance(i, Batch))
+    assert [r.type_name for r in first.records] == ["SNAPSHOT_HEADER", "KRAFT_VERSION", "KRAFT_VOTERS"]
+    assert all(p.file == "pasted.txt" and f"line {p.position}" in p.message for p in bad)
+
+
+def test_error_payload_lines_become_problems(corpus: dict[str, str]) -> None:
+    text = list(dumplog.render_file(corpus["segment"]))
+    errors = [i for i, line in enumerate(text, 1) if "payload: Error at " in line]
+    assert len(errors) >= len(BAD_VALUES) - 2  # two of them Kafka reads (a NoOp v5, an ACL v1)
+    problems = [p for p in dumplog.parse_text(text, "t") if isinstance(p, Problem) and
+                p.kind == ProblemKind.BAD_RECORD]
+    assert [int(p.message.split(":")[0].split()[1]) for p in problems] == errors
+    assert all(p.offset is not None for p in problems)
+
+
+def test_text_from_a_file_object(tmp_path: Path, corpus: dict[str, str]) -> None:
+    out = tmp_path / "dump.txt"
+    out.write_text("\n".join(dumplog.render_file(corpus["bootstrap"])) + "\n")
+    with open(out) as fh:
+        items = list(dumplog.parse_text(fh, str(out)))
+    assert all(isinstance(i, Batch) for i in items)
+    assert [r.type_name for b in items if isinstance(b, Batch) for r in b.records] == [
+        "SNAPSHOT_HEADER", "FEATURE_LEVEL_RECORD", "ACCESS_CONTROL_ENTRY_RECORD", "SNAPSHOT_FOOTER"]
+
+
+# ---- render details that need no JVM ----------------------------------------------------------------------------
+
+
+def test_render_streams_and_names_the_tail(corpus: dict[str, str]) -> None:
+    lines = dumplog.render_file(corpus["gaps"])
+    assert next(lines) == f"Dumping {corpus['gaps']}"
+    assert next(lines) == "Log starting offset: 500"
+    rest = list(lines)
+    assert rest[-1] == "Found 16 invalid bytes at the end of 00000000000000000500.log"
+
+
+def test_java_hashmap_order() -> None:
+    # "Aa" and "BB" share a hash code, so they share a bucket and keep insertion order.
+    assert dumplog.java_string_hash("Aa") == dumplog.java_string_hash("BB") == 2112
+    assert dumplog.java_hashmap_order(["BB", "Aa"]) == ["BB", "Aa"]
+    assert dumplog.java_string_hash("hello") == 99162322
+
+
+def test_record_json(corpus: dict[str, str]) -> None:
+    objs = []
+    for item in batch_reader.read_file(corpus["snapshot"]):
+        if isinstance(item, Batch):
+            objs += [dumplog.record_json(item, r) for r in item.records]
+        else:
+            objs.append(dumplog.problem_json(item))
+    assert objs[0]["control_type"] == "SNAPSHOT_HEADER"
+    assert objs[0]["data"] == {"version": 0, "lastContainedLogTimestamp": T0 + 3}
+    acl = next(o for o in objs if o.get("type") == "ACCESS_CONTROL_ENTRY_RECORD")
+    assert acl["data"]["principal"] == "User:bob" and acl["version"] == 0
+    assert {"source", "position", "base_offset", "last_offset", "epoch", "append_time", "codec", "crc_ok",
+            "is_control", "offset", "timestamp"} <= set(acl)
+    assert acl["codec"] == "snappy" and acl["epoch"] == 2
+    bad = Problem(ProblemKind.BAD_CRC, "m", "f", 3, 4, b"\x01")
+    assert dumplog.problem_json(bad) == {"problem": "bad_crc", "message": "m", "file": "f", "position": 3,
+                                         "offset": 4, "raw": "AQ=="}
+
+
+def test_record_json_for_an_undecodable_record() -> None:
+    h = batch_reader.parse_header(writer.encode_batch(5, [writer.noop()], epoch=1, timestamp=T0))
+    rec = Record(offset=5, timestamp=T0, key=None, value=b"\x01", error="Error while reading type")
+    obj = dumplog.record_json(Batch(h, [rec], "f.log"), rec)
+    assert obj["data"] is None and obj["error"] == "Error while reading type"
+    assert dumplog.payload_text(rec) == "Error at 5, skipping. Error while reading type"
+
+
+def test_with_sections_routes_each_file(corpus: dict[str, str]) -> None:
+    paths = [corpus[k] for k in ["segment", "snapshot", "bootstrap"]]
+    items = list(dumplog.with_sections(dumplog.parse_text(dumplog.render_files(paths), "t.txt")))
+    sections = [i for i in items if isinstance(i, dumplog.Section)]
+    assert [s.path for s in sections] == paths
+    assert (sections[0].kind, sections[0].log_start_offset) == ("segment", 0)
+    assert (sections[1].snapshot_end_offset, sections[1].snapshot_epoch) == (12, 2)
+    assert sections[2].is_bootstrap
+    current = None
+    for item in items:
+        if isinstance(item, dumplog.Section):
+            current = item
+        elif isinstance(item, Batch):
+            assert current is not None and item.source == current.path
+
+
+def test_render_file_reports_decoder_problems(corpus: dict[str, str]) -> None:
+    seen: list[Problem] = []
+    lines = list(dumplog.render_file(corpus["segment"], problems=seen.append))
+    kinds = {p.kind for p in seen}
+    assert {ProblemKind.BAD_CRC, ProblemKind.TRUNCATED_TAIL, ProblemKind.BAD_RECORD} <= kinds
+    assert lines[-1].startswith("Found 40 invalid bytes at the end of ")

@@ -1,0 +1,39 @@
+"""One SparkSession with Delta for every Spark test (JVM start-up dominates; never start a second one).
+
+local[2], two shuffle partitions, no UI, 2g driver. `spark` is session-scoped and stopped at the end of the run.
+Tests keep their own data small and write lakes under `tmp_path`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+SPARK_TEST_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+    "spark.databricks.delta.delta.log.cacheSize": "3",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+}
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    pytest.importorskip("pyspark")
+    pytest.importorskip("delta")
+    from replay.spark.session import get_spark
+
+    warnings.filterwarnings("ignore", message=".*pandas >= 3.0.0.*", category=FutureWarning)
+    os.environ.setdefault("KRAFT_REPLAY_PROGRESS", "0")  # no bars in test output
+    conf = dict(SPARK_TEST_CONF)
+    conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-warehouse"))
+    session = get_spark(master="local[2]", app_name="kraft-acl-replay-tests", memory="2g", conf=conf)
+    yield session
+    session.stop()
