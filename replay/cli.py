@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from typing import TextIO
+from typing import Any, TextIO
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 3  # --strict and something was wrong with the input
@@ -102,12 +102,13 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
     from replay.kafka.listing import render_acls
 
     if args.lake is not None or args.catalog is not None:
-        from replay.spark import queries, session
+        from replay.spark import queries
 
-        spark = session.get_spark(master=args.master)
-        lake = queries.open_lake(spark, args.lake, args.catalog)
-        state = queries.state_at(spark, lake, args.cluster, offset=args.as_of_offset, time=args.as_of_time)
-        _print_lines(render_acls(state.certain, args.format, state.uncertain, state.meta()), out)
+        if not args.cluster:
+            print("kraft-replay acls: --cluster is required with --lake/--catalog", file=sys.stderr)
+            return EXIT_USAGE
+        lake_state = queries.state_at(_lake(args), args.cluster, offset=args.as_of_offset, time=args.as_of_time)
+        _print_lines(render_acls(lake_state.certain, args.format, lake_state.uncertain, lake_state.meta()), out)
         return EXIT_OK
     if not args.paths:
         print("kraft-replay acls: give dump PATHs, or --lake/--catalog with --cluster", file=sys.stderr)
@@ -145,6 +146,100 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
 
 
+# ---- lake commands (Spark) ----------------------------------------------------------------------------------
+def _lake(args: argparse.Namespace) -> Any:
+    from replay.spark import session
+    from replay.spark.tables import Lake
+
+    spark = session.get_spark(master=args.master)
+    return Lake(spark, args.catalog or args.lake or "lakehouse")
+
+
+def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
+    from replay.spark.ingest import StrictIngestError, ingest
+    from replay.spark.replay import replay_lake
+
+    lake = _lake(args)
+    try:
+        report = ingest(lake.spark, args.paths, cluster=args.cluster, lake=lake, strict=args.strict,
+                        progress=not args.no_progress)
+    except StrictIngestError as err:
+        print(f"kraft-replay ingest: {err}", file=sys.stderr)
+        print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
+        return EXIT_PROBLEMS
+    _print_lines(report.lines(), out)
+    if not args.no_replay:
+        counts = replay_lake(lake, [args.cluster], high_watermark=args.high_watermark)
+        out.write("replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + "\n")
+    return EXIT_OK
+
+
+def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
+    from replay.kafka.listing import table_lines
+    from replay.spark.queries import changes_between
+
+    lake = _lake(args)
+    df = changes_between(lake, args.cluster, start=args.from_offset, end=args.to_offset,
+                         start_time=args.from_time, end_time=args.to_time)
+    rows = [r.asDict() for r in df.collect()]
+    if args.format == "json":
+        for r in rows:
+            out.write(json.dumps(r) + "\n")
+    else:
+        for r in rows:
+            r["time"] = format_time(r["time"])
+        _print_lines(table_lines(rows, ["offset", "exact", "time", "change", "cause", "acl_id", "resource_type",
+                                        "resource_name", "pattern_type", "principal", "host", "operation",
+                                        "permission_type"]), out)
+    return EXIT_OK
+
+
+def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
+    from pyspark.sql import functions as F
+
+    from replay.kafka.listing import table_lines
+    from replay.spark.queries import history
+
+    lake = _lake(args)
+    df = history(lake, args.cluster)
+    if args.principal:
+        df = df.where(F.col("principal") == args.principal)
+    if args.resource:
+        df = df.where(F.col("resource_name") == args.resource)
+    rows = [r.asDict() for r in df.orderBy("valid_from_offset", "acl_id").collect()]
+    if args.format == "json":
+        for r in rows:
+            out.write(json.dumps(r) + "\n")
+    else:
+        _print_lines(table_lines(rows, ["acl_id", "resource_type", "resource_name", "pattern_type", "principal",
+                                        "host", "operation", "permission_type", "valid_from_offset",
+                                        "valid_from_exact", "valid_to_offset", "valid_to_exact", "ended_by"]), out)
+    return EXIT_OK
+
+
+def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
+    from replay.kafka.listing import table_lines
+    from replay.spark.queries import register_sql_functions
+
+    lake = _lake(args)
+    register_sql_functions(lake)
+    rows = [r.asDict(recursive=True) for r in lake.spark.sql(args.query).collect()]
+    if args.format == "json":
+        for r in rows:
+            out.write(json.dumps(r, default=str) + "\n")
+    else:
+        _print_lines(table_lines(rows), out)
+    return EXIT_OK
+
+
+def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--lake", help="lake directory (default ./lakehouse)")
+    where.add_argument("--catalog", help="catalog.schema holding the lake tables (Databricks / Unity Catalog)")
+    p.add_argument("--cluster", required=cluster_required, help="the cluster's name in the lake")
+    p.add_argument("--master", help="Spark master URL, e.g. spark://host:7077 (default local[*] or Databricks)")
+
+
 # ---- parser --------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from replay.kafka.listing import FORMATS
@@ -171,26 +266,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default="kafka-acls")
     p.add_argument("--high-watermark", type=int, metavar="HW",
                    help="committed point if known: records at offsets >= HW are treated as uncommitted")
-    p.add_argument("--lake", help="lake directory (with --cluster); answers from Delta instead of files")
-    p.add_argument("--catalog", help="catalog.schema holding the lake tables (Databricks / Unity Catalog)")
-    p.add_argument("--cluster", help="cluster name in the lake")
-    p.add_argument("--master", help="Spark master URL (default: local[*], or the Databricks session)")
+    _lake_options(p, cluster_required=False)
     p.add_argument("--strict", action="store_true", help="exit non-zero if any input problem is found")
     p.set_defaults(func=cmd_acls)
 
-    for register in _EXTRA_COMMANDS:
-        register(sub)
+    p = sub.add_parser("ingest", help="decode dumps with Spark into the lake's Delta tables, then replay")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="dump directories or files; any URI Spark reads")
+    _lake_options(p)
+    p.add_argument("--strict", action="store_true", help="fail, writing nothing, if any input problem is found")
+    p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
+    p.add_argument("--no-replay", action="store_true", help="only ingest; replay later")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("changes", help="ACL changes between two offsets or times, from the lake")
+    _lake_options(p)
+    p.add_argument("--from-offset", type=int, help="exclusive")
+    p.add_argument("--to-offset", type=int, help="inclusive")
+    p.add_argument("--from-time", type=parse_time)
+    p.add_argument("--to-time", type=parse_time)
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_changes)
+
+    p = sub.add_parser("history", help="ACL lifetimes (one row each), from the lake")
+    _lake_options(p)
+    p.add_argument("--principal", help="only this principal's ACLs, e.g. User:alice")
+    p.add_argument("--resource", help="only ACLs on this resource name")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("sql", help="run SQL against the lake with acl_state_at & co. registered")
+    p.add_argument("query", help="e.g. \"SELECT * FROM acl_state_at('c1', 1234)\"")
+    _lake_options(p, cluster_required=False)
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=cmd_sql)
+
     return parser
 
 
-_EXTRA_COMMANDS: list = []  # Spark-backed commands register here (see replay/spark/commands.py)
-
-
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    try:
-        from replay.spark import commands  # noqa: F401  (registers ingest, authorize, audit, demo)
-    except ImportError:
-        pass
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -1,6 +1,7 @@
 """Java helpers: the Kafka classpath, the `java`/`javac` binaries, and compiling our own Java sources.
 
-Our Java sources live in `replay/harness/java/`. They are compiled against `kafka_jars()` into
+Our Java sources live in `replay/harness/java/` (`HARNESS_SOURCES`; AuthorizerOracle.java there belongs to
+`replay.harness.oracle`, which builds it separately). They are compiled against `kafka_jars()` into
 `<cache>/harness-classes/<hash>/`, where the hash covers the sources and the jar names, so a change to either
 recompiles and an unchanged tree is reused (also across processes: the output directory is created atomically).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from replay.maven import KAFKA_VERSION, cache_root, fetch, kafka_jars
 
 JAVA_SOURCES = Path(__file__).parent / "java"
+HARNESS_SOURCES = ("AclHistoryDriver.java",)
 
 
 class JavaError(RuntimeError):
@@ -58,10 +60,11 @@ def broker_classpath() -> str:
 
 
 def compiled_classes() -> Path:
-    """Compile `replay/harness/java/*.java` once per source change; return the class directory."""
-    sources = sorted(JAVA_SOURCES.glob("*.java"))
-    if not sources:
-        raise JavaError(f"no Java sources in {JAVA_SOURCES}")
+    """Compile `HARNESS_SOURCES` once per source change; return the class directory."""
+    sources = [JAVA_SOURCES / name for name in HARNESS_SOURCES]
+    missing = [s for s in sources if not s.exists()]
+    if missing:
+        raise JavaError(f"missing Java sources: {missing}")
     h = hashlib.sha256(KAFKA_VERSION.encode())
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import KafkaBroker, BrokerConfig, random_cluster_id
+from replay.harness.broker import BrokerConfig, KafkaBroker, random_cluster_id
 from replay.harness.driver import run_history
 from replay.harness.dumplog import dump_log
 from replay.harness.histories import generate, summarize, write_ops
@@ -47,8 +47,8 @@ class Sample:
     profile: str
     seed: int
     config: BrokerConfig
-    restart_after: int | None = None  # restart the broker after this many operations
-    hold_seconds: float = 0.0  # keep the broker up this long after the history (Kafka's log cleaner runs every 60 s)
+    split_after: int | None = None  # after this many operations: restart the broker, or hold it (idle) a while
+    hold_seconds: float = 0.0  # 0: restart at the split; else stay up this long (Kafka's log cleaner runs every 60 s)
     notes: list[str] = field(default_factory=list)
 
 
@@ -67,18 +67,19 @@ SAMPLES: dict[str, Sample] = {
             "small", 2,
             BrokerConfig(snapshot_bytes=4096, segment_bytes=4096, retention_bytes=12288,
                          extra={"internal.metadata.delete.delay.millis": "0"}),
-            hold_seconds=65.0,
+            split_after=40, hold_seconds=65.0,
             notes=["`metadata.max.retention.bytes=12288` makes Kafka delete the oldest segments and snapshots once a "
-                   "newer snapshot exists, so offsets below the first segment are known only through the snapshot. "
-                   "Kafka's Raft client runs that cleaner every 60 s, so the broker was kept up 65 s after the history "
-                   "(NoOpRecords kept coming, one every 500 ms)."],
+                   "newer snapshot exists, so offsets below the first segment are known only through a snapshot. "
+                   "Kafka's Raft client runs that cleaner every 60 s, so the driver paused 65 s after operation 40 "
+                   "(NoOpRecords kept coming, one every 500 ms) and then played the rest of the history. Early "
+                   "checkpoints lie before anything left in the dump."],
         ),
         Sample(
             "static-quorum-restart",
             "a static-quorum (controller.quorum.voters) broker restarted in the middle of the history: two leader epochs",
             "tiny", 3,
             BrokerConfig(snapshot_bytes=2048, segment_bytes=4096, quorum="static"),
-            restart_after=6,
+            split_after=6,
             notes=["Formatted without `--standalone` (static quorum), so there is no "
                    "`00000000000000000000-0000000000.checkpoint`; the restart starts leader epoch 2."],
         ),
@@ -107,13 +108,13 @@ def _merge_outputs(parts: list[tuple[Path, Path]], out_cp: Path, out_ops: Path) 
             for line in ops.read_text(encoding="utf-8").splitlines():
                 rec = json.loads(line)
                 rec["index"] += done
-                rec["broker_run"] = i + 1
+                rec["part"] = i + 1
                 last = rec["index"] + 1
                 op_f.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
             for line in cp.read_text(encoding="utf-8").splitlines():
                 rec = json.loads(line)
                 rec["ops_done"] += done
-                rec["broker_run"] = i + 1
+                rec["part"] = i + 1
                 cp_f.write(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
             done = max(done, last)
 
@@ -121,13 +122,13 @@ def _merge_outputs(parts: list[tuple[Path, Path]], out_cp: Path, out_ops: Path) 
 def play(sample: Sample, work: Path, out: Path) -> dict[str, Any]:
     """Run the sample's history on a fresh broker in `work`; leave history/ops/checkpoints in `out`."""
     ops = generate(sample.profile, sample.seed)
-    if sample.restart_after is None:
+    if sample.split_after is None:
         chunks = [ops]
     else:
         n, cut = 0, len(ops)
         for i, op in enumerate(ops):
             n += op["op"] != "checkpoint"
-            if n == sample.restart_after:
+            if n == sample.split_after:
                 cut = i + 1
                 while cut < len(ops) and ops[cut]["op"] == "checkpoint":
                     cut += 1
@@ -139,16 +140,23 @@ def play(sample: Sample, work: Path, out: Path) -> dict[str, Any]:
     parts: list[tuple[Path, Path]] = []
     starts: list[float] = []
     summaries = []
+    restart = not sample.hold_seconds
     for i, chunk in enumerate(chunks):
         part_ops = write_ops(chunk, work / f"history-{i + 1}.jsonl")
         cp, oplog = work / f"checkpoints-{i + 1}.jsonl", work / f"ops-{i + 1}.jsonl"
-        with broker:
+        if broker.proc is None:
+            broker.start()
             assert broker.start_seconds is not None
             starts.append(broker.start_seconds)
+        try:
             summaries.append(run_history(broker.bootstrap, part_ops, cp, oplog))
-            if i == len(chunks) - 1 and sample.hold_seconds:
+            if i < len(chunks) - 1 and not restart:
                 time.sleep(sample.hold_seconds)
+        finally:
+            if restart or i == len(chunks) - 1:
+                broker.stop()
         parts.append((cp, oplog))
+    broker.stop()
     _merge_outputs(parts, out / "checkpoints.jsonl", out / "ops.jsonl")
     shutil.copyfile(broker.config_path, out / "server.properties")
     return {"cluster_id": broker.cluster_id, "start_seconds": starts, "driver": summaries,
@@ -206,9 +214,9 @@ def _readme(sample: Sample, run: dict[str, Any], facts: dict[str, Any], hist: di
     )
     rt = facts["record_types"]
     drv = run["driver"]
-    restart = (f"The broker was stopped (SIGTERM) after operation {sample.restart_after} and started again on the same "
-               "storage and ports; the second run's checkpoints have `broker_run: 2`.\n\n"
-               if sample.restart_after else "")
+    restart = (f"The broker was stopped (SIGTERM) after operation {sample.split_after} and started again on the same "
+               "storage and ports; the second part's checkpoints and ops have `part: 2`.\n\n"
+               if sample.split_after and not sample.hold_seconds else "")
     notes = "".join(f"- {n}\n" for n in sample.notes)
     return f"""# Sample `{sample.name}`: {sample.summary}
 

@@ -27,8 +27,8 @@ from replay.kafka.acl import CLUSTER_RESOURCE_NAME
 from replay.kafka.authorizer import ALLOWED, DENIED, ERROR, Explanation, StandardAuthorizer
 
 __all__ = [
-    "API_BY_KEY",
     "APIS",
+    "API_BY_KEY",
     "LATEST_KAFKA",
     "ApiDecision",
     "ApiSpec",
@@ -357,7 +357,7 @@ _BY_NAME: dict[str, ApiSpec] = {}
 for _a in APIS:
     _BY_NAME[_a.name] = _a
     _BY_NAME[_a.name.replace("_", "")] = _a
-_BY_NAME["ELECT_PREFERRED_LEADERS"] = API_BY_KEY[43]
+_BY_NAME["ELECT_PREFERRED_LEADERS"] = _BY_NAME["ELECTPREFERREDLEADERS"] = API_BY_KEY[43]
 
 
 def api(which: int | str | ApiSpec) -> ApiSpec:
@@ -444,6 +444,8 @@ def could_call(
     InitProducerId without one, ``group_coordinator`` for FindCoordinator with a group and no other key type, the
     config kinds for Describe/AlterConfigs from the resources given (``topics`` -> topic configs, ``group`` ->
     group configs, neither -> broker configs), ``other_owner`` for CreateDelegationToken when ``owner`` differs.
+    Per-topic checks are skipped when ``topics`` is not given; a check that needs a group, transactional id, token
+    id or owner that was not given raises ``ValueError``.
     """
     spec = api(api_name)
     kafka = parse_kafka_version(kafka_version)
@@ -530,6 +532,8 @@ def could_call(
         primary = named[0].arg
         assert primary is not None
         if primary not in values:
+            if primary == ARG_TOPICS:
+                continue  # no topics named: the per-topic checks have nothing to check
             if req.filters:
                 if not blanket:
                     hidden.append((named[0].resource_type, "*"))

@@ -181,27 +181,32 @@ def _lz4(data: bytes) -> bytes:
 # ---- zstd ----------------------------------------------------------------------------------------------------
 
 
+_ZSTD_SLICE = 2048  # input fed per step, so output can be checked against the limit as it grows
+
+
 def _unzstd(data: bytes, limit: int | None) -> bytes:
     out: list[bytes] = []
     total = 0
-    rest = data
     dctx = zstandard.ZstdDecompressor()
+    d = dctx.decompressobj()
+    pos = 0
     try:
-        while True:
-            d = dctx.decompressobj()
-            chunk = d.decompress(rest)  # content size may be absent (streamed frames): no size needed here
+        while pos < len(data):
+            piece = data[pos : pos + _ZSTD_SLICE]
+            pos += len(piece)
+            chunk = d.decompress(piece)  # content size may be absent (streamed frames): no size needed here
             total += len(chunk)
             _check_limit(total, limit)
             out.append(chunk)
-            if not d.eof:
-                raise CodecError("zstd frame is truncated")
-            rest = d.unused_data
-            if not rest:
-                break
-    except CodecError:
-        raise
+            if d.eof:
+                data = d.unused_data + data[pos:]  # another frame may follow
+                pos = 0
+                if data:
+                    d = dctx.decompressobj()
     except zstandard.ZstdError as e:
         raise CodecError(f"bad zstd frame: {e}") from e
+    if not d.eof:
+        raise CodecError("zstd frame is truncated")
     return b"".join(out)
 
 

@@ -143,7 +143,8 @@ def generate_large(seed: int, n_acls: int, churn: float = 0.3, batch_size: int =
                    start_time: int = 1_700_000_000_000) -> Iterator[SynthBatch]:
     """Stream a big history (n_acls creates, `churn` of them removed later) without keeping it in memory."""
     rng = random.Random(seed)
-    offset, time, live = 0, start_time, []
+    offset, time = 0, start_time
+    live: list[str] = []
     made = 0
     while made < n_acls:
         records = []
@@ -158,6 +159,25 @@ def generate_large(seed: int, n_acls: int, churn: float = 0.3, batch_size: int =
         time += rng.randint(1, 5_000)
         yield SynthBatch(offset, records, 1, time)
         offset += len(records)
+
+
+def divergent_copy(log: SynthLog, at_batch: int, seed: int) -> tuple[SynthLog, SynthLog]:
+    """Two nodes' views: (the committed log, a node that kept an uncommitted suffix from `at_batch` on).
+
+    In the committed log a new leader (epoch + 1) rewrote everything from `at_batch`; the other copy holds other
+    records at the same offsets with the old epoch, as a follower that was cut off would.
+    """
+    rng = random.Random(seed)
+    committed = SynthLog([SynthBatch(b.base_offset, b.records, b.epoch + (1 if i >= at_batch else 0), b.time,
+                                     b.control) for i, b in enumerate(log.batches)])
+    stale = SynthLog(list(log.batches[:at_batch]))
+    time = log.batches[at_batch - 1].time if at_batch else 0
+    epoch = log.batches[at_batch - 1].epoch if at_batch else 1
+    for _ in range(rng.randint(1, 4)):
+        time += 1
+        records = [_acl(new_acl_id(rng), random_binding(rng)) for _ in range(rng.randint(1, 3))]
+        stale.append(records, epoch, time)
+    return committed, stale
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +268,7 @@ __all__ = [
     "SynthBatch",
     "SynthLog",
     "SynthRecord",
+    "divergent_copy",
     "generate",
     "generate_large",
     "new_acl_id",

@@ -314,18 +314,59 @@ def _probe(uri: str) -> str:
         return "spark"
 
 
+# Spark's file listing skips names that start with "_" or "." (Hadoop "hidden" files), and with them every
+# `__cluster_metadata-0` directory found while walking. They are added as explicit roots: found with os.walk for local
+# inputs, and through this glob (up to four directory levels below the input) for other filesystems.
+METADATA_DIR_GLOB = "{,*/,*/*/,*/*/*/,*/*/*/*/}" + kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0] + "-*"
+
+
+def _listing(spark: SparkSession, paths: list[str]) -> list[tuple[str, int]]:
+    df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(paths).select("path", "length")
+    return [(str(r["path"]), int(r["length"])) for r in df.collect()]  # one small row per file, not the log
+
+
+def _hidden_metadata_dirs(local_dir: str) -> list[str]:
+    found = []
+    for dirpath, dirnames, _files in os.walk(local_dir):
+        for d in dirnames:
+            if d.startswith(kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0]):
+                found.append(os.path.join(dirpath, d))
+    return sorted(found)
+
+
+def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, int]]:
+    """Every file under `roots` as `(uri, length)`, listed by Spark's binaryFile source without reading content."""
+    out: list[tuple[str, int]] = []
+    for root in roots:
+        local = local_path_of(root)
+        if local is not None:
+            if not os.path.exists(local):
+                raise IngestError(f"{root} does not exist")
+            extra = _hidden_metadata_dirs(local) if os.path.isdir(local) else []
+            try:
+                out += _listing(spark, [root, *extra])
+            except Exception as e:
+                raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
+            continue
+        try:  # two paths: Spark then skips its metadata-directory probe (a stack trace in the log for globs)
+            out += _listing(spark, [root, root.rstrip("/") + "/" + METADATA_DIR_GLOB])
+        except Exception:
+            try:
+                out += _listing(spark, [root])
+            except Exception as e:
+                raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
+    return out
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def plan_files(spark: SparkSession, paths: Sequence[str]) -> tuple[list[PlannedFile], list[str]]:
     """List `paths` with Spark (names and sizes only) and decide each file's kind and how executors open it."""
     roots = _input_roots(paths)
-    try:
-        listing = (
-            spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(roots).select("path", "length")
-        )
-        rows = listing.collect()  # one small row per file: the file list, not the log
-    except Exception as e:
-        text = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise IngestError(f"cannot list {', '.join(roots)}: {text}") from e
-    planned, ignored = classify_listing(roots, [(str(r["path"]), int(r["length"])) for r in rows])
+    planned, ignored = classify_listing(roots, list_inputs(spark, roots))
     probes: dict[str, str] = {}
     out = []
     for f in planned:

@@ -10,18 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from replay.kafka.acl import AclBinding
 
 ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
-
-
-def open_lake(spark: SparkSession, lake_dir: str | None = None, catalog: str | None = None) -> Any:
-    from replay.spark.tables import Lake
-
-    return Lake(spark, catalog if catalog else (lake_dir or "lakehouse"))
 
 
 def certainly_live(at: Column | int) -> Column:
@@ -76,7 +70,7 @@ def last_offset(lake: Any, cluster: str) -> int | None:
     return None if row is None or row["o"] is None else int(row["o"])
 
 
-def history(spark: SparkSession, lake: Any, cluster: str) -> DataFrame:
+def history(lake: Any, cluster: str) -> DataFrame:
     """Every ACL lifetime of a cluster (one row per lifetime)."""
     return lake.read("acl_history").where(F.col("cluster_id") == cluster)
 
@@ -88,8 +82,7 @@ def state_frame(lake: Any, cluster: str, offset: int) -> DataFrame:
             .withColumn("certainty", F.when(certainly_live(offset), "certain").otherwise("uncertain")))
 
 
-def state_at(spark: SparkSession, lake: Any, cluster: str, offset: int | None = None,
-             time: int | None = None) -> LakeState:
+def state_at(lake: Any, cluster: str, offset: int | None = None, time: int | None = None) -> LakeState:
     """The ACLs as of an offset or a time (default: the end of known history)."""
     if time is not None:
         offset = offset_at_time(lake, cluster, time)
@@ -109,7 +102,7 @@ def state_at(spark: SparkSession, lake: Any, cluster: str, offset: int | None = 
                      certain, uncertain, bool(kinds & {"log", "snapshot"}), "incomplete" not in kinds)
 
 
-def changes_between(spark: SparkSession, lake: Any, cluster: str, start: int | None = None, end: int | None = None,
+def changes_between(lake: Any, cluster: str, start: int | None = None, end: int | None = None,
                     start_time: int | None = None, end_time: int | None = None) -> DataFrame:
     """Visible changes with start < offset <= end (by offset, or by time through offset_times)."""
     if start_time is not None:
@@ -126,11 +119,12 @@ def changes_between(spark: SparkSession, lake: Any, cluster: str, start: int | N
     return ev.orderBy("offset", "seq")
 
 
-def register_sql_functions(spark: SparkSession, lake: Any) -> list[str]:
+def register_sql_functions(lake: Any) -> list[str]:
     """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`.
 
     Spark 4 SQL table functions over this lake's tables; usable from `spark.sql` and notebooks.
     """
+    spark = lake.spark
     hist, times, events = (lake.table_ref(n) for n in ("acl_history", "offset_times", "acl_events"))
     cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
     sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)

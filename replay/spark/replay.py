@@ -240,13 +240,14 @@ def build_stream(resolved: DataFrame, ranges: DataFrame, snap_winners: DataFrame
         F.col("api_key").cast("int").alias("api_key"), "acl_id", *_ACL_FIELDS, F.col("append_time").alias("time"),
         "source_file", "file_position", F.col("leader_epoch").cast("int").alias("epoch"), none_long.alias("snap_end"),
         none_long.alias("snap_time"), F.lit(False).alias("is_marker"))
-    snap_cols = ["cluster_id", (F.col("snap_end") - 1).alias("ord"), F.lit(2).alias("kind"),
+    snap_cols: list[Column | str] = ["cluster_id", (F.col("snap_end") - 1).alias("ord"), F.lit(2).alias("kind"),
                  none_long.alias("range_end"), F.lit(None).cast("int").alias("api_key")]
     markers = snap_winners.select(
         *snap_cols, none_str.alias("acl_id"), *acl_null, none_long.alias("time"), "source_file",
         none_long.alias("file_position"), F.col("epoch").cast("int").alias("epoch"), "snap_end", "snap_time",
         F.lit(True).alias("is_marker"))
-    acls = snap_acls.join(snap_winners.select("cluster_id", "snap_end", "epoch", "snap_time"), ["cluster_id", "snap_end"]).select(
+    acls = snap_acls.join(snap_winners.select("cluster_id", "snap_end", "epoch", "snap_time"),
+                          ["cluster_id", "snap_end"]).select(
         *snap_cols, "acl_id", *_ACL_FIELDS, none_long.alias("time"), "source_file", none_long.alias("file_position"),
         F.col("epoch").cast("int").alias("epoch"), "snap_end", "snap_time", F.lit(False).alias("is_marker"))
     return range_rows.unionByName(record_rows).unionByName(markers).unionByName(acls)
@@ -428,3 +429,29 @@ def coverage_frame(ranges: DataFrame, winners: DataFrame, incomplete: DataFrame)
 
 def empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
     return spark.createDataFrame([], schema)
+
+
+REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
+                  "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
+
+
+def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = None,
+                note: dict[str, Any] | None = None) -> dict[str, int]:
+    """Recompute the replay tables of `clusters` from `metadata_records`; one commit per table.
+
+    Each table's rows of these clusters are replaced atomically (Delta `replaceWhere`), so readers see either the
+    old or the new history, and other clusters' rows are untouched. Returns the row count written per table.
+    """
+    import json
+
+    records = lake.read("metadata_records").where(F.col("cluster_id").isin(clusters))
+    frames = replay_records(records, high_watermark)
+    meta = json.dumps({"operation": "replay", "clusters": clusters, "high_watermark": high_watermark,
+                       **(note or {})})
+    counts: dict[str, int] = {}
+    for name, frame in frames.items():
+        df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields]).persist()
+        counts[name] = df.count()
+        lake.replace_clusters(name, df, clusters, meta, REPLAY_SCHEMAS[name])
+        df.unpersist()
+    return counts

@@ -31,7 +31,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     from replay.spark.session import get_spark
 
     warnings.filterwarnings("ignore", message=".*pandas >= 3.0.0.*", category=FutureWarning)
-    os.environ.setdefault("KRAFT_REPLAY_PROGRESS", "0")  # no bars in test output
     conf = dict(SPARK_TEST_CONF)
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-warehouse"))
     session = get_spark(master="local[2]", app_name="kraft-acl-replay-tests", memory="2g", conf=conf)

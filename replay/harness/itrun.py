@@ -1,0 +1,88 @@
+"""One real broker run for the integration tests (`tests/kafka_it/conftest.py`) and for people at a shell:
+
+    from replay.harness.itrun import run_once
+    run = run_once(Path("/tmp/k"), profile="small", seed=3)
+    run.checkpoints[-1]["acls"], run.segments(), run.kafka_dump(run.segments()[0])
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.harness.broker import BrokerConfig, KafkaBroker
+from replay.harness.driver import run_history
+from replay.harness.dumplog import dump_each
+from replay.harness.histories import generate, read_checkpoints, write_ops
+
+# Small snapshots and segments so that a few hundred Admin calls leave several of each.
+IT_CONFIG = BrokerConfig(snapshot_bytes=8192, segment_bytes=16384)
+BOOTSTRAP_SNAPSHOT = "00000000000000000000-0000000000.checkpoint"
+
+
+@dataclass
+class KafkaRun:
+    """What one real broker run left behind (the broker is stopped)."""
+
+    work: Path
+    metadata_log_dir: Path  # meta.properties, bootstrap.checkpoint, __cluster_metadata-0/
+    metadata_dir: Path  # __cluster_metadata-0
+    cluster_id: str
+    profile: str
+    seed: int
+    ops: list[dict[str, Any]]  # the history (driver input)
+    op_log: list[dict[str, Any]]  # what Kafka answered to each call
+    checkpoints: list[dict[str, Any]]  # driver output; "acls" is a frozenset[AclBinding]
+    summary: dict[str, Any]
+    start_seconds: float
+    stop_result: str  # "term" when SIGTERM sufficed
+    pid: int
+    _dumps: dict[Path, str] = field(default_factory=dict, repr=False)
+
+    def segments(self) -> list[Path]:
+        return sorted(self.metadata_dir.glob("*.log"))
+
+    def snapshots(self, include_bootstrap: bool = False) -> list[Path]:
+        snaps = sorted(self.metadata_dir.glob("*.checkpoint"))
+        return snaps if include_bootstrap else [s for s in snaps if s.name != BOOTSTRAP_SNAPSHOT]
+
+    def dump_files(self) -> list[Path]:
+        """What a user would copy: segments, snapshots (incl. the KIP-853 bootstrap one), bootstrap.checkpoint."""
+        return [*self.segments(), *self.snapshots(include_bootstrap=True),
+                self.metadata_log_dir / "bootstrap.checkpoint"]
+
+    def kafka_dump(self, path: Path) -> str:
+        """Kafka's DumpLogSegments --cluster-metadata-decoder output for one file (all files in one JVM, cached)."""
+        if not self._dumps:
+            self._dumps.update(dump_each(self.dump_files()))
+        return self._dumps[path.resolve()]
+
+
+def run_once(work: Path, profile: str = "medium", seed: int = 11, config: BrokerConfig = IT_CONFIG) -> KafkaRun:
+    """Format a broker in `work`, play the (profile, seed) history, stop the broker; return what it left."""
+    ops = generate(profile, seed)
+    ops_path = write_ops(ops, work / "history.jsonl")
+    broker = KafkaBroker(work, config)
+    with broker:
+        assert broker.start_seconds is not None and broker.pid is not None
+        start_seconds, pid = broker.start_seconds, broker.pid
+        summary = run_history(broker.bootstrap, ops_path, work / "checkpoints.jsonl", work / "ops.jsonl")
+        stop_result = broker.stop()
+    op_log = [json.loads(line) for line in (work / "ops.jsonl").read_text(encoding="utf-8").splitlines()]
+    return KafkaRun(
+        work=work,
+        metadata_log_dir=broker.metadata_log_dir,
+        metadata_dir=broker.metadata_dir,
+        cluster_id=broker.cluster_id,
+        profile=profile,
+        seed=seed,
+        ops=ops,
+        op_log=op_log,
+        checkpoints=read_checkpoints(work / "checkpoints.jsonl"),
+        summary=summary,
+        start_seconds=start_seconds,
+        stop_result=stop_result,
+        pid=pid,
+    )

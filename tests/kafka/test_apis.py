@@ -1,0 +1,184 @@
+"""The API -> ACL check catalog (spec §5.2) and could_call()."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay.kafka.acl import AclBinding
+from replay.kafka.apis import API_BY_KEY, APIS, api, could_call, parse_kafka_version
+from replay.kafka.authorizer import StandardAuthorizer
+
+H = "10.0.0.1"
+
+
+def authz(*acls: AclBinding, loaded: bool = True, **kw: object) -> StandardAuthorizer:
+    a = StandardAuthorizer(**kw)  # type: ignore[arg-type]
+    for i, b in enumerate(acls):
+        a.add_acl(f"id{i}", b)
+    if loaded:
+        a.complete_initial_load()
+    return a
+
+
+def allow(rtype: str, name: str, op: str, pattern: str = "LITERAL", principal: str = "User:bob",
+          perm: str = "ALLOW") -> AclBinding:
+    return AclBinding(rtype, name, pattern, principal, "*", op, perm)
+
+
+def test_catalog_covers_every_key_once() -> None:
+    keys = [a.key for a in APIS]
+    assert keys == sorted(set(keys))
+    assert set(range(0, 88)) == set(keys)
+    assert api("OffsetFetch") is api(9) is api("OFFSET_FETCH") is api("offset_fetch")
+    assert api("ElectPreferredLeaders").key == 43
+    assert API_BY_KEY[14].pascal == "SyncGroup"
+    with pytest.raises(KeyError):
+        api("NoSuchApi")
+    for spec in APIS:
+        for req in spec.requirements:
+            for c in req.alternatives:
+                assert c.resource_type in {"TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"}
+
+
+def test_unauthorized_apis() -> None:
+    for key in (17, 18, 36, 39, 40, 71, 72):
+        assert not API_BY_KEY[key].authorizes
+        assert could_call(authz(), key, "User:nobody", H).allowed
+
+
+def test_offset_fetch_kip_163() -> None:
+    describe_only = authz(allow("GROUP", "g", "DESCRIBE"))
+    d = could_call(describe_only, "OffsetFetch", "User:bob", H, group="g")
+    assert d.allowed and [(c.resource_type, c.resource_name, c.operation) for c in d.checks] == [
+        ("GROUP", "g", "DESCRIBE")]
+    old = could_call(describe_only, "OffsetFetch", "User:bob", H, group="g", kafka_version="0.11.0.2")
+    assert not old.allowed and old.error == "GROUP_AUTHORIZATION_FAILED"
+    read = authz(allow("GROUP", "g", "READ"))
+    assert could_call(read, "OffsetFetch", "User:bob", H, group="g", kafka_version="0.11").allowed
+    assert could_call(read, "OffsetFetch", "User:bob", H, group="g").allowed  # READ implies DESCRIBE
+    # topics: Describe per topic, partial answers
+    a = authz(allow("GROUP", "g", "DESCRIBE"), allow("TOPIC", "t1", "DESCRIBE"))
+    d = could_call(a, "OffsetFetch", "User:bob", H, group="g", topics=["t1", "t2"])
+    assert d.outcome == "PARTIAL" and d.denied == (("TOPIC", "t2"),)
+
+
+def test_init_producer_id_kip_679() -> None:
+    write_any_topic = authz(allow("TOPIC", "t", "WRITE", pattern="PREFIXED"))
+    d = could_call(write_any_topic, "InitProducerId", "User:bob", H)
+    assert d.allowed
+    kinds = [(c.resource_type, c.resource_name, c.operation, c.result) for c in d.checks]
+    assert kinds == [("CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE", "DENIED"), ("TOPIC", None, "WRITE", "ALLOWED")]
+    before = could_call(write_any_topic, "InitProducerId", "User:bob", H, kafka_version="2.7.1")
+    assert not before.allowed and before.error == "CLUSTER_AUTHORIZATION_FAILED"
+    idem = authz(allow("CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"))
+    assert could_call(idem, "InitProducerId", "User:bob", H, kafka_version="2.0").allowed
+    # transactional: TransactionalId Write only
+    txn = authz(allow("TRANSACTIONAL_ID", "tx", "WRITE"))
+    assert could_call(txn, "InitProducerId", "User:bob", H, transactional_id="tx").allowed
+    assert not could_call(txn, "InitProducerId", "User:bob", H, transactional_id="other").allowed
+
+
+def test_produce_idempotent_write_dropped_in_2_8() -> None:
+    a = authz(allow("TOPIC", "t", "WRITE"))
+    assert could_call(a, "Produce", "User:bob", H, topics=["t"], conditions={"idempotent"}).allowed
+    old = could_call(a, "Produce", "User:bob", H, topics=["t"], conditions={"idempotent"}, kafka_version="2.7")
+    assert old.outcome == "DENIED" and old.error == "CLUSTER_AUTHORIZATION_FAILED"
+    txn = could_call(a, "Produce", "User:bob", H, topics=["t"], transactional_id="tx")
+    assert txn.outcome == "DENIED" and txn.error == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+
+
+def test_join_and_sync_group_kip_559() -> None:
+    """KIP-559 adds ProtocolType/ProtocolName (JoinGroup v7 response, SyncGroup v5); authorization is unchanged:
+    Group Read in every version."""
+    a = authz(allow("GROUP", "g", "READ"))
+    for name in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"):
+        for v in (0, 5, 7, None):
+            d = could_call(a, name, "User:bob", H, group="g", api_version=v)
+            assert d.allowed and [c.operation for c in d.checks] == ["READ"]
+    assert "KIP-559" in " ".join(could_call(a, "SyncGroup", "User:bob", H, group="g").notes)
+    assert not could_call(authz(allow("GROUP", "g", "DESCRIBE")), "JoinGroup", "User:bob", H, group="g").allowed
+
+
+def test_group_apis_need_the_group() -> None:
+    with pytest.raises(ValueError, match="group"):
+        could_call(authz(), "JoinGroup", "User:bob", H)
+
+
+def test_offset_commit_group_failure_fails_request() -> None:
+    a = authz(allow("TOPIC", "t", "READ"))
+    d = could_call(a, "OffsetCommit", "User:bob", H, group="g", topics=["t"])
+    assert d.outcome == "DENIED" and d.error == "GROUP_AUTHORIZATION_FAILED"
+
+
+def test_txn_offset_commit_three_checks() -> None:
+    a = authz(allow("TRANSACTIONAL_ID", "tx", "WRITE"), allow("GROUP", "g", "READ"), allow("TOPIC", "t", "READ"))
+    d = could_call(a, "TxnOffsetCommit", "User:bob", H, transactional_id="tx", group="g", topics=["t"])
+    assert d.allowed
+    assert [c.resource_type for c in d.checks] == ["TRANSACTIONAL_ID", "GROUP", "TOPIC"]
+
+
+def test_create_topics_cluster_or_topic() -> None:
+    assert could_call(authz(allow("CLUSTER", "kafka-cluster", "CREATE")), "CreateTopics", "User:bob", H,
+                      topics=["a", "b"]).allowed
+    d = could_call(authz(allow("TOPIC", "a", "CREATE")), "CreateTopics", "User:bob", H, topics=["a", "b"])
+    assert d.outcome == "PARTIAL" and d.denied == (("TOPIC", "b"),)
+
+
+def test_list_groups_filters_never_fails() -> None:
+    d = could_call(authz(allow("GROUP", "g1", "DESCRIBE")), "ListGroups", "User:bob", H, group=["g1", "g2"])
+    assert d.allowed and d.hidden == (("GROUP", "g2"),)
+    assert could_call(authz(allow("CLUSTER", "kafka-cluster", "DESCRIBE")), "ListGroups", "User:bob", H,
+                      group=["g1", "g2"]).hidden == ()
+
+
+def test_add_partitions_to_txn_versions() -> None:
+    a = authz(allow("TRANSACTIONAL_ID", "tx", "WRITE"), allow("TOPIC", "t", "WRITE"))
+    assert could_call(a, "AddPartitionsToTxn", "User:bob", H, transactional_id="tx", topics=["t"]).allowed
+    d = could_call(a, "AddPartitionsToTxn", "User:bob", H, transactional_id="tx", topics=["t"], api_version=4)
+    assert not d.allowed and d.checks[0].operation == "CLUSTER_ACTION"
+
+
+def test_write_txn_markers_alter_or_cluster_action() -> None:
+    for op in ("ALTER", "CLUSTER_ACTION", "ALL"):
+        assert could_call(authz(allow("CLUSTER", "kafka-cluster", op)), "WriteTxnMarkers", "User:b", H,
+                          ).allowed is False  # principal User:b has no ACL
+        assert could_call(authz(allow("CLUSTER", "kafka-cluster", op)), "WriteTxnMarkers", "User:bob", H).allowed
+
+
+def test_configs_by_resource_kind() -> None:
+    a = authz(allow("TOPIC", "t", "ALTER_CONFIGS"))
+    assert could_call(a, "DescribeConfigs", "User:bob", H, topics=["t"]).allowed  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+    assert not could_call(a, "DescribeConfigs", "User:bob", H).allowed  # broker configs need the cluster
+    assert could_call(a, "IncrementalAlterConfigs", "User:bob", H, topics=["t"]).allowed
+
+
+def test_delegation_tokens() -> None:
+    a = authz(allow("USER", "User:owner1", "CREATE_TOKENS"))
+    assert could_call(a, "CreateDelegationToken", "User:bob", H, owner="User:owner1").allowed
+    assert not could_call(authz(), "CreateDelegationToken", "User:bob", H, owner="User:owner1").allowed
+    assert could_call(authz(), "CreateDelegationToken", "User:bob", H).allowed  # own token: no ACL
+    d = could_call(authz(allow("USER", "User:o", "DESCRIBE_TOKENS")), "DescribeDelegationToken", "User:bob", H,
+                   token_id="tok", owner="User:o")
+    assert d.allowed and d.hidden == ()
+
+
+def test_not_ready_is_an_error_outcome() -> None:
+    d = could_call(authz(loaded=False), "OffsetFetch", "User:bob", H, group="g")
+    assert d.outcome == "ERROR"
+    assert could_call(authz(loaded=False, super_users="User:bob"), "OffsetFetch", "User:bob", H, group="g").allowed
+
+
+def test_find_coordinator_key_types() -> None:
+    a = authz(allow("TRANSACTIONAL_ID", "tx", "DESCRIBE"))
+    assert could_call(a, "FindCoordinator", "User:bob", H, transactional_id="tx").allowed
+    assert not could_call(a, "FindCoordinator", "User:bob", H, group="g").allowed
+    assert not could_call(a, "FindCoordinator", "User:bob", H, conditions={"share_coordinator"}).allowed
+
+
+def test_versions_parse() -> None:
+    assert parse_kafka_version("2.8") == parse_kafka_version("2.8.0") < parse_kafka_version("2.8.1")
+    assert parse_kafka_version("0.11.0.2") < parse_kafka_version("1.0")
+    with pytest.raises(ValueError):
+        parse_kafka_version("two")
+    with pytest.raises(ValueError):
+        could_call(authz(), "Fetch", "User:bob", H, conditions={"nonsense"})

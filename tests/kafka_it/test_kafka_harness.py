@@ -1,0 +1,141 @@
+"""The harness itself, against a real broker: it starts and stops, the history ran as scripted, the metadata log
+has the shape we need, and Kafka's own tools read every file. The oracles here use only Kafka's decoding
+(DumpLogSegments), not ours."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from replay.harness.broker import _alive
+from replay.harness.dumplog import acl_state, dump_each, payload_records
+from replay.harness.histories import PROFILES, filter_matches, simulate
+from replay.harness.itrun import KafkaRun
+from replay.kafka.acl import AclBinding
+
+pytestmark = pytest.mark.kafka
+
+
+def _log_records(run: KafkaRun) -> list:
+    return [r for seg in run.segments() for r in payload_records(run.kafka_dump(seg))]
+
+
+def test_broker_started_and_stopped_cleanly(kafka_run: KafkaRun) -> None:
+    assert 0 < kafka_run.start_seconds < 120
+    assert kafka_run.stop_result == "term", "SIGTERM should be enough for a clean shutdown"
+    assert not _alive(kafka_run.pid)
+    meta = (kafka_run.metadata_log_dir / "meta.properties").read_text()
+    assert f"cluster.id={kafka_run.cluster_id}" in meta
+    assert "node.id=1" in meta
+
+
+def test_history_ran_without_errors(kafka_run: KafkaRun) -> None:
+    s = kafka_run.summary
+    assert s["errors"] == 0
+    assert s["operations"] == PROFILES[kafka_run.profile].operations
+    assert s["checkpoints"] == sum(op["op"] == "checkpoint" for op in kafka_run.ops) == len(kafka_run.checkpoints)
+    assert s["checkpoint_mismatches"] == 0
+    assert all(cp["matches_expected"] for cp in kafka_run.checkpoints)
+    assert len(kafka_run.op_log) == s["operations"]
+
+
+def test_checkpoints_follow_kafka_filter_semantics(kafka_run: KafkaRun) -> None:
+    """describeAcls at every checkpoint equals our model of CreateAcls (a set) and DeleteAcls (filter matching)."""
+    expected = list(simulate(kafka_run.ops))
+    assert [e.label for e in expected] == [cp["label"] for cp in kafka_run.checkpoints]
+    for e, cp in zip(expected, kafka_run.checkpoints, strict=True):
+        assert cp["ops_done"] == e.ops_done
+        assert cp["acls"] == e.acls, cp["label"]
+
+
+def test_checkpoint_offsets_are_consistent(kafka_run: KafkaRun) -> None:
+    previous = -1
+    for cp in kafka_run.checkpoints:
+        assert cp["as_of_offset"] == cp["log_end_offset"] - 1
+        assert cp["high_watermark"] >= cp["log_end_offset"]
+        assert cp["high_watermark_after"] >= cp["high_watermark"]
+        assert cp["log_end_offset_after"] >= cp["high_watermark_after"]
+        assert cp["as_of_offset"] >= previous
+        previous = cp["as_of_offset"]
+    ends = [op["log_end_offset"] for op in kafka_run.op_log]
+    assert ends == sorted(ends)
+
+
+def test_history_covers_the_acl_space(kafka_run: KafkaRun) -> None:
+    created = [AclBinding(**a) for op in kafka_run.op_log if op["op"] == "create" for a in op["created"]]
+    assert {b.resource_type for b in created} == {"TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
+                                                  "DELEGATION_TOKEN", "USER"}
+    assert {b.pattern_type for b in created} == {"LITERAL", "PREFIXED"}
+    assert {b.resource_name for b in created if b.resource_type == "CLUSTER"} == {"kafka-cluster"}
+    assert any(b.resource_name == "*" for b in created)
+    assert {b.permission_type for b in created} == {"ALLOW", "DENY"}
+    assert "User:*" in {b.principal for b in created}
+    assert len({b.principal for b in created}) >= 8
+    assert {"*", "10.0.0.1", "2001:db8::5"} <= {b.host for b in created}
+    deleted_per_call = [len(op["deleted"]) for op in kafka_run.op_log if op["op"] == "delete"]
+    assert 0 in deleted_per_call and 1 in deleted_per_call and max(deleted_per_call) > 1
+    assert max(len(op["acls"]) for op in kafka_run.ops if op["op"] == "create") > 1
+    deleted = {AclBinding(**a) for op in kafka_run.op_log if op["op"] == "delete" for a in op["deleted"]}
+    recreated = Counter(created)
+    assert any(recreated[b] > 1 for b in deleted), "some deleted binding is created again (a new ACL id)"
+
+
+def test_metadata_dir_holds_segments_and_snapshots(kafka_run: KafkaRun) -> None:
+    assert (kafka_run.metadata_log_dir / "bootstrap.checkpoint").is_file()
+    assert (kafka_run.metadata_dir / "00000000000000000000-0000000000.checkpoint").is_file()  # KIP-853 --standalone
+    assert len(kafka_run.segments()) >= 2
+    assert len(kafka_run.snapshots()) >= 2
+    last_cp = kafka_run.checkpoints[-1]["as_of_offset"]
+    assert any(int(s.name[:20]) <= last_cp for s in kafka_run.snapshots()), "a snapshot lies inside the history"
+
+
+def test_kafka_dump_log_reads_every_file(kafka_run: KafkaRun) -> None:
+    for f in kafka_run.dump_files():
+        text = kafka_run.kafka_dump(f)
+        assert text.startswith(f"Dumping {f.resolve()}\n")
+        assert "baseOffset: 0 " in text or f.suffix == ".log"
+        assert "isvalid: false" not in text
+        assert "Exception" not in text
+    for seg in kafka_run.segments():
+        assert "payload: " in kafka_run.kafka_dump(seg)
+
+
+def test_kafka_dump_log_skip_record_metadata(kafka_run: KafkaRun) -> None:
+    dumps = dump_each(kafka_run.dump_files(), skip_record_metadata=True)
+    for f, text in dumps.items():
+        assert "| offset: " not in text, f
+    assert any("| payload: " in text for text in dumps.values())
+
+
+def test_kafka_decoded_log_matches_checkpoints(kafka_run: KafkaRun) -> None:
+    """Replaying Kafka's own decoding of the segments gives describeAcls at `as_of_offset` and up to the HW."""
+    records = _log_records(kafka_run)
+    for cp in kafka_run.checkpoints:
+        for offset in (cp["as_of_offset"], cp["high_watermark_after"] - 1):
+            assert frozenset(acl_state(records, offset).values()) == cp["acls"], (cp["label"], offset)
+
+
+def test_snapshots_equal_the_log_before_them(kafka_run: KafkaRun) -> None:
+    """Snapshot E holds exactly the ACLs (with their ids) that the log's records with offset < E leave."""
+    records = _log_records(kafka_run)
+    for snap in kafka_run.snapshots():
+        end = int(snap.name[:20])
+        in_snapshot = acl_state(payload_records(kafka_run.kafka_dump(snap)))
+        assert in_snapshot == acl_state(records, end - 1), snap.name
+
+
+def test_acl_record_counts_match_what_kafka_reported(kafka_run: KafkaRun) -> None:
+    """One AccessControlEntryRecord per binding that did not exist yet; one Remove per deleted binding."""
+    types = Counter(r.type for r in _log_records(kafka_run))
+    live: set[AclBinding] = set()
+    new = 0
+    for op in kafka_run.ops:
+        if op["op"] == "create":
+            batch = {AclBinding(**a) for a in op["acls"]}
+            new += len(batch - live)
+            live |= batch
+        elif op["op"] == "delete":
+            live = {b for b in live if not any(filter_matches(f, b) for f in op["filters"])}
+    assert types["ACCESS_CONTROL_ENTRY_RECORD"] == new
+    assert types["REMOVE_ACCESS_CONTROL_ENTRY_RECORD"] == kafka_run.summary["acls_deleted"]
