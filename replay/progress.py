@@ -91,7 +91,7 @@ def poll(
     desc: str = "",
     unit: str = "it",
     unit_scale: bool = False,
-    interval: float = 0.5,
+    interval: float = 1.0,
     enabled: bool = True,
 ) -> Iterator[Any]:
     """Move a bar from a background thread to whatever `read()` reports, until the block ends.
@@ -105,6 +105,7 @@ def poll(
     stop = threading.Event()
     b = _tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale)
     lock = threading.Lock()
+    shown = [""]
 
     def step() -> bool:
         try:
@@ -115,11 +116,15 @@ def poll(
         with lock:
             if total is not None:
                 done = min(done, total)
-            if done > b.n:
-                b.update(done - b.n)
-            if postfix:
+            changed = False
+            if postfix and postfix != shown[0]:
+                shown[0] = postfix
                 b.set_postfix_str(postfix, refresh=False)
-            b.refresh()
+                changed = True
+            if done > b.n:
+                b.update(done - b.n)  # draws, with the new postfix
+            elif changed:
+                b.refresh()
         return True
 
     def loop() -> None:

@@ -302,7 +302,9 @@ class KafkaBroker:
         if proc.returncode != 0:
             raise BrokerError(f"kafka-storage format failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
 
-    def start(self) -> KafkaBroker:
+    def start(self, die_with_parent: bool = True) -> KafkaBroker:
+        """Format on first use, launch, wait until ready. `die_with_parent`: Linux sends the JVM SIGTERM if this
+        Python process dies without stopping it (so a killed test run leaves no broker behind)."""
         if self.proc is not None:
             raise BrokerError("already started")
         if not self.formatted:
@@ -321,7 +323,8 @@ class KafkaBroker:
         t0 = time.monotonic()
         with open(self.log_dir / "stdout.log", "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         cwd=self.work, start_new_session=True)
+                                         cwd=self.work, start_new_session=True,
+                                         preexec_fn=_die_with_parent if die_with_parent else None)
         self.pid = self.proc.pid
         try:
             self._wait_ready(server_log, offset)
@@ -402,6 +405,13 @@ class KafkaBroker:
         self.stop()
 
 
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
@@ -447,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped pid {broker.pid}: {broker.stop()}")
         return 0
     if args.cmd == "start":
-        broker = KafkaBroker(args.dir, _config_from_args(args)).start()
+        broker = KafkaBroker(args.dir, _config_from_args(args)).start(die_with_parent=False)
         broker.proc = None  # leave it running after we exit; `stop` finds it through broker.json
         print(f"bootstrap    {broker.bootstrap}\nmetadata_dir {broker.metadata_dir}\npid          {broker.pid}\n"
               f"started in   {broker.start_seconds:.1f} s")

@@ -9,7 +9,8 @@ into `data/<name>/` (the layout of the broker's `metadata.log.dir`):
   or `.deleted` files, quorum-state or leader-epoch-checkpoint);
 * `history.jsonl` (the driver's input), `ops.jsonl` (what Kafka answered to each call, with the log end offset
   and high watermark after it), `checkpoints.jsonl` (describeAcls(ANY) and offsets at each checkpoint);
-* `server.properties` as the broker ran it, and `README.md` with the facts (made by Kafka's own DumpLogSegments).
+* `server.properties` as the broker ran it, `run.json` (cluster id, start times, the driver's summaries) and
+  `README.md` with the facts (counted with Kafka's own DumpLogSegments).
 
 A rerun gives a different dump (ACL ids are random, times and NoOpRecords depend on the clock), with the same
 history. The history itself depends only on (profile, seed).
@@ -213,7 +214,10 @@ def _readme(sample: Sample, run: dict[str, Any], facts: dict[str, Any], hist: di
         f"| `{s['file']}` | {s['end_offset']} | {s['epoch']} | {s['acls']} |" for s in facts["snapshots"]
     )
     rt = facts["record_types"]
-    drv = run["driver"]
+    answers = [json.loads(line) for line in (run["out"] / "ops.jsonl").read_text(encoding="utf-8").splitlines()]
+    created = sum(len(a.get("created", [])) for a in answers)
+    deleted = sum(len(a.get("deleted", [])) for a in answers)
+    errors = sum(len(a.get("errors", [])) for a in answers)
     restart = (f"The broker was stopped (SIGTERM) after operation {sample.split_after} and started again on the same "
                "storage and ports; the second part's checkpoints and ops have `part: 2`.\n\n"
                if sample.split_after and not sample.hold_seconds else "")
@@ -243,21 +247,20 @@ The broker configuration (`server.properties`, ports were free ports of that run
 
 ## What it contains
 
-History: {hist['create_calls']} CreateAcls calls asking for {hist['bindings_in_create_calls']} bindings,
-{hist['delete_calls']} DeleteAcls calls with {hist['filters_in_delete_calls']} filters, {hist['checkpoints']} checkpoints.
-Kafka reported {sum(d['acls_created'] for d in drv)} bindings created (a binding that already exists is reported
-created but writes no record) and {sum(d['acls_deleted'] for d in drv)} deleted; errors: {sum(d['errors'] for d in drv)}.
-Principals: {', '.join(f'`{p}`' for p in hist['principals'])}.
-Hosts: {', '.join(f'`{h}`' for h in hist['hosts'])}. Resource types: {', '.join(hist['resource_types'])};
-pattern types {', '.join(hist['pattern_types'])}; {hist['wildcard_resources']} wildcard (`*`) resource bindings asked;
-{hist['deny']} DENY bindings asked.
-
-Log: offsets {facts['first_offset']}..{facts['last_offset']} in {len(facts['segments'])} segments: {seg_lines};
-leader epochs {facts['leader_epochs']}. Records in the segments (Kafka's DumpLogSegments):
-{rt.get('ACCESS_CONTROL_ENTRY_RECORD', 0)} AccessControlEntryRecord, {rt.get('REMOVE_ACCESS_CONTROL_ENTRY_RECORD', 0)}
-RemoveAccessControlEntryRecord, {rt.get('BEGIN_TRANSACTION_RECORD', 0)} BeginTransaction /
-{rt.get('END_TRANSACTION_RECORD', 0)} EndTransaction, {rt.get('NO_OP_RECORD', 0)} NoOpRecord; all types:
-`{json.dumps(rt)}`.
+- History: {hist['create_calls']} CreateAcls calls asking for {hist['bindings_in_create_calls']} bindings,
+  {hist['delete_calls']} DeleteAcls calls with {hist['filters_in_delete_calls']} filters, {hist['checkpoints']} checkpoints.
+- Kafka's answers (`ops.jsonl`): {created} bindings created (one that already exists is reported created but
+  writes no record), {deleted} deleted, {errors} errors.
+- Principals: {', '.join(f'`{p}`' for p in hist['principals'])}.
+- Hosts: {', '.join(f'`{h}`' for h in hist['hosts'])}.
+- Resource types: {', '.join(hist['resource_types'])}; pattern types {', '.join(hist['pattern_types'])};
+  {hist['wildcard_resources']} wildcard (`*`) resource bindings and {hist['deny']} DENY bindings asked for.
+- Log: offsets {facts['first_offset']}..{facts['last_offset']} in {len(facts['segments'])} segments ({seg_lines}),
+  leader epochs {facts['leader_epochs']}.
+- Records in the segments (Kafka's DumpLogSegments): {rt.get('ACCESS_CONTROL_ENTRY_RECORD', 0)}
+  AccessControlEntryRecord, {rt.get('REMOVE_ACCESS_CONTROL_ENTRY_RECORD', 0)} RemoveAccessControlEntryRecord,
+  {rt.get('BEGIN_TRANSACTION_RECORD', 0)} BeginTransaction / {rt.get('END_TRANSACTION_RECORD', 0)} EndTransaction,
+  {rt.get('NO_OP_RECORD', 0)} NoOpRecord; all types: `{json.dumps(rt)}`.
 
 Snapshots (the end offset is exclusive; `acls` counts AccessControlEntryRecords in the file):
 
@@ -283,24 +286,38 @@ def make(sample: Sample, out_root: Path) -> dict[str, Any]:
         staging = Path(tmp) / "out"
         run = play(sample, work, staging)
         copy_dump(run["meta_log_dir"], staging)
-        run["out"] = staging
-        facts = describe_dump(staging)
-        hist = summarize(generate(sample.profile, sample.seed))
-        checkpoints = [json.loads(line) for line in (staging / "checkpoints.jsonl").read_text().splitlines()]
-        (staging / "README.md").write_text(_readme(sample, run, facts, hist, checkpoints), encoding="utf-8")
+        (staging / "run.json").write_text(json.dumps(
+            {"cluster_id": run["cluster_id"], "start_seconds": run["start_seconds"], "driver": run["driver"]},
+            indent=1) + "\n")
+        facts = write_readme(sample, staging)
         if dest.exists():
             shutil.rmtree(dest)
         shutil.copytree(staging, dest)
     return facts
 
 
+def write_readme(sample: Sample, dest: Path) -> dict[str, Any]:
+    """(Re)write `dest/README.md` from the files of a made sample (`run.json` holds what only the run knew)."""
+    run = json.loads((dest / "run.json").read_text())
+    run["out"] = dest
+    facts = describe_dump(dest)
+    hist = summarize(generate(sample.profile, sample.seed))
+    checkpoints = [json.loads(line) for line in (dest / "checkpoints.jsonl").read_text().splitlines()]
+    (dest / "README.md").write_text(_readme(sample, run, facts, hist, checkpoints), encoding="utf-8")
+    return facts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m replay.harness.make_samples")
     parser.add_argument("--out", type=Path, default=Path("data"))
+    parser.add_argument("--readme-only", action="store_true", help="rewrite the READMEs of existing samples")
     parser.add_argument("names", nargs="*", help=f"which samples (default all): {', '.join(SAMPLES)}")
     args = parser.parse_args(argv)
     for name in args.names or list(SAMPLES):
-        facts = make(SAMPLES[name], args.out)
+        if args.readme_only:
+            facts = write_readme(SAMPLES[name], args.out / name)
+        else:
+            facts = make(SAMPLES[name], args.out)
         print(f"{name}: {len(facts['segments'])} segments, {len(facts['snapshots'])} snapshots, "
               f"offsets {facts['first_offset']}..{facts['last_offset']}, {facts['total_bytes']} bytes")
     return 0

@@ -68,7 +68,6 @@ from pyspark.sql import types as T
 from replay.kafka.acl import AclOperation, ResourceType
 from replay.kafka.authorizer import (
     HARDCODE_PROBE_NAME,
-    InvalidArgumentError,
     java_host_address,
     parse_allow_everyone,
     parse_super_users,
@@ -140,53 +139,28 @@ class LakeTables:
 
 # ---- normalisation -------------------------------------------------------------------------------------------
 
-_NORM_SCHEMA = T.StructType([
-    T.StructField("_h", T.StringType()),
-    T.StructField("_op", T.StringType()),
-    T.StructField("_rtype", T.StringType()),
-    T.StructField("_err", T.StringType()),
-])
-
-
-def normalise_request(principal: str | None, host: str | None, operation: str | None, resource_type: str | None
-                      ) -> tuple[str | None, str | None, str | None, str | None]:
-    """(rendered host, operation name, resource type name, error) for one request, as Kafka would see it."""
+def render_host(host: str | None) -> tuple[str | None, str | None]:
+    """(Java-rendered host, error) for a request's client address."""
+    if host is None:
+        return None, "host is missing"
     try:
-        if principal is None or ":" not in principal:
-            raise InvalidArgumentError(f"expected a principal in format principalType:principalName but got "
-                                       f"{principal}")
-        if host is None:
-            raise InvalidArgumentError("host is missing")
-        h = java_host_address(host)
-        if operation is None or resource_type is None:
-            raise InvalidArgumentError("operation and resource type are required")
-        op = AclOperation.parse(operation)
-        rtype = ResourceType.parse(resource_type)
-        if op in (AclOperation.ANY, AclOperation.UNKNOWN):
-            raise InvalidArgumentError(f"operation {op.name} cannot be authorized")
-        if rtype in (ResourceType.ANY, ResourceType.UNKNOWN):
-            raise InvalidArgumentError(f"resource type {rtype.name} cannot be authorized")
-        return h, op.name, rtype.name, None
+        return java_host_address(host), None
     except (ValueError, KeyError) as exc:  # InvalidArgumentError is a ValueError
-        return None, None, None, str(exc)
+        return None, str(exc)
 
 
-def _normalise_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        cols = batch.to_pydict()
-        out: dict[str, list[Any]] = {"_p0": [], "_h0": [], "_o0": [], "_t0": [], "_h": [], "_op": [], "_rtype": [],
-                                     "_err": []}
-        for p, h, o, t in zip(cols["_p0"], cols["_h0"], cols["_o0"], cols["_t0"], strict=True):
-            rh, op, rt, err = normalise_request(p, h, o, t)
-            for k, v in (("_p0", p), ("_h0", h), ("_o0", o), ("_t0", t), ("_h", rh), ("_op", op), ("_rtype", rt),
-                         ("_err", err)):
-                out[k].append(v)
-        yield pa.RecordBatch.from_pydict(out, schema=_NORM_ARROW)
-
-
-_NORM_ARROW = pa.schema([pa.field(n, pa.string()) for n in ("_p0", "_h0", "_o0", "_t0", "_h", "_op", "_rtype",
-                                                              "_err")])
-_NORM_OUT = T.StructType([T.StructField(n, T.StringType()) for n in _NORM_ARROW.names])
+def _enum_lookup(col: Column, enum: Any, what: str, forbidden: Sequence[str]) -> tuple[Column, Column]:
+    """(enum name, error) for a column holding an enum name in any spelling (`READ`, `read`, `DescribeConfigs`,
+    `describe-configs`) or its code, as `AclOperation.parse` reads it; no Python round trip."""
+    pairs: list[Column] = []
+    for member in enum:
+        pairs += [F.lit(member.name.replace("_", "")), F.lit(member.name), F.lit(str(int(member))), F.lit(member.name)]
+    key = F.upper(F.regexp_replace(F.trim(col.cast("string")), "[-_ ]", ""))
+    name = F.element_at(F.create_map(*pairs), key)
+    bad = name.isNull() | name.isin(*forbidden)
+    err = F.when(col.isNull(), F.lit(f"{what} is missing")).when(
+        bad, F.concat(F.lit(f"{what} "), col.cast("string"), F.lit(" cannot be authorized")))
+    return F.when(~bad, name), err
 
 
 def _time_ms(col: Column, dtype: T.DataType) -> Column:
@@ -225,16 +199,28 @@ def with_as_of_offsets(requests: DataFrame, offset_times: DataFrame) -> DataFram
             .withColumn("as_of_offset", F.coalesce(off, F.col("_asof"))).drop("_tms", "_asof"))
 
 
-def normalise(requests: DataFrame) -> DataFrame:
-    """Add `_p`, `_h` (Java-rendered host), `_op`, `_rtype`, `_name`, `_err` (request invalid: why)."""
-    raw = requests.select(F.col("principal").alias("_p0"), F.col("host").alias("_h0"),
-                          F.col("operation").cast("string").alias("_o0"),
-                          F.col("resource_type").cast("string").alias("_t0")).distinct()
-    table = raw.mapInArrow(_normalise_batches, _NORM_OUT)
-    joined = _null_safe_join(requests, F.broadcast(table), [("principal", "_p0"), ("host", "_h0"),
-                                                            ("operation", "_o0"), ("resource_type", "_t0")])
-    return (joined.drop("_p0", "_h0", "_o0", "_t0")
-            .withColumn("_p", F.col("principal")).withColumn("_name", F.col("resource_name")))
+def normalise(requests: DataFrame) -> tuple[DataFrame, bool]:
+    """Add `_p`, `_h` (Java-rendered host), `_op`, `_rtype`, `_name`, `_err` (request invalid: why); also say whether
+    any request has no resource name (an authorizeByResourceType question).
+
+    Hosts are rendered on the driver, once per distinct host (the set of client addresses, not of requests), and
+    joined back as a broadcast table; operation and type names are parsed with SQL expressions.
+    """
+    spark = requests.sparkSession
+    seen = requests.select("host", F.col("resource_name").isNull().alias("_bt")).distinct().collect()
+    hosts = sorted({r[0] for r in seen}, key=lambda h: (h is None, h))
+    by_type = any(r[1] for r in seen)
+    table = spark.createDataFrame([(h, *render_host(h)) for h in hosts],
+                                  "_h0 string, _h string, _herr string")
+    joined = _null_safe_join(requests, F.broadcast(table), [("host", "_h0")]).drop("_h0")
+    op, op_err = _enum_lookup(F.col("operation"), AclOperation, "operation", ["ANY", "UNKNOWN"])
+    rtype, rtype_err = _enum_lookup(F.col("resource_type"), ResourceType, "resource type", ["ANY", "UNKNOWN"])
+    p_err = F.when(F.col("principal").isNull() | ~F.col("principal").contains(":"), F.concat(
+        F.lit("expected a principal in format principalType:principalName but got "),
+        F.coalesce(F.col("principal"), F.lit("null"))))
+    return (joined.withColumn("_p", F.col("principal")).withColumn("_name", F.col("resource_name"))
+            .withColumn("_op", op).withColumn("_rtype", rtype)
+            .withColumn("_err", F.coalesce(p_err, F.col("_herr"), op_err, rtype_err)).drop("_herr")), by_type
 
 
 # ---- the history side ----------------------------------------------------------------------------------------
@@ -507,28 +493,30 @@ def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] |
     if clash:
         raise ValueError(f"requests already have result column(s) {', '.join(clash)}")
     original = requests.columns
-    req = normalise(with_as_of_offsets(requests, tables.offset_times)).withColumn("_at", F.col("as_of_offset"))
+    req, any_by_type = normalise(with_as_of_offsets(requests, tables.offset_times))
+    req = req.withColumn("_at", F.col("as_of_offset"))
     valid = req.where(F.col("_err").isNull())
     named = valid.where(F.col("_name").isNotNull())
-    by_type = valid.where(F.col("_name").isNull())
-    res_named = decide_keys(named, tables, settings)
-    res_type = decide_by_resource_type(by_type, tables, settings)
-    out_cols = [*original, "as_of_offset", "decision", "certain", "reason", "deciding_acl_ids", "uncertain_acl_ids",
-                "coverage", "error"]
-    a = _null_safe_join(named, res_named.select(*[F.col(c).alias("r" + c) for c in res_named.columns]),
-                        [(c, "r" + c) for c in _KEY], "left")
-    a = a.select(*original, "as_of_offset", *[F.col("r" + c).alias(c) for c in RESULT_COLUMNS[1:-1]],
-                 F.lit(None).cast("string").alias("error"))
-    b = _null_safe_join(by_type, res_type.select(*[F.col(c).alias("r" + c) for c in res_type.columns]),
-                        [(c, "r" + c) for c in _BT_KEY], "left")
-    b = b.select(*original, "as_of_offset", *[F.col("r" + c).alias(c) for c in RESULT_COLUMNS[1:-1]],
-                 F.lit(None).cast("string").alias("error"))
-    bad = req.where(F.col("_err").isNotNull()).select(
+    parts = [_join_back(named, decide_keys(named, tables, settings), _KEY, original)]
+    if any_by_type:
+        by_type = valid.where(F.col("_name").isNull())
+        parts.append(_join_back(by_type, decide_by_resource_type(by_type, tables, settings), _BT_KEY, original))
+    parts.append(req.where(F.col("_err").isNotNull()).select(
         *original, "as_of_offset", F.lit(ERROR).alias("decision"), F.lit(True).alias("certain"),
         F.lit(R_INVALID).alias("reason"), _empty_ids().alias("deciding_acl_ids"),
         _empty_ids().alias("uncertain_acl_ids"), F.lit(None).cast("string").alias("coverage"),
-        F.col("_err").alias("error"))
-    return a.unionByName(b).unionByName(bad).select(*out_cols)
+        F.col("_err").alias("error")))
+    out = parts[0]
+    for part in parts[1:]:
+        out = out.unionByName(part)
+    return out
+
+
+def _join_back(requests: DataFrame, results: DataFrame, key: list[str], original: list[str]) -> DataFrame:
+    renamed = results.select(*[F.col(c).alias("r" + c) for c in results.columns])
+    j = _null_safe_join(requests, renamed, [(c, "r" + c) for c in key], "left")
+    return j.select(*original, "as_of_offset", *[F.col("r" + c).alias(c) for c in RESULT_COLUMNS[1:-1]],
+                    F.lit(None).cast("string").alias("error"))
 
 
 def authorize_by_resource_type(requests: DataFrame, lake: Any, super_users: str | Sequence[str] | None = "",

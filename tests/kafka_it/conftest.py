@@ -5,7 +5,7 @@ The session fixture `kafka_run` (a `replay.harness.itrun.KafkaRun`) formats and 
 the broker cleanly, and hands the tests the metadata log it wrote plus what describeAcls said at every checkpoint.
 About 40 s of wall time on two cores.
 
-Environment knobs: `KRAFT_IT_PROFILE` (default `medium`: 400 Admin calls, 11 checkpoints), `KRAFT_IT_SEED`
+Environment knobs: `KRAFT_IT_PROFILE` (default `large`: 3000 Admin calls, 21 checkpoints; `medium` is 400), `KRAFT_IT_SEED`
 (default 11), `KRAFT_IT_KEEP=/some/dir` to run in that directory and keep it afterwards.
 """
 
@@ -31,6 +31,6 @@ def kafka_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaRun]:
         work.mkdir(parents=True)
     else:
         work = tmp_path_factory.mktemp("kafka-broker")
-    run = run_once(work, os.environ.get("KRAFT_IT_PROFILE", "medium"), int(os.environ.get("KRAFT_IT_SEED", "11")))
+    run = run_once(work, os.environ.get("KRAFT_IT_PROFILE", "large"), int(os.environ.get("KRAFT_IT_SEED", "11")))
     yield run
     assert not _alive(run.pid)

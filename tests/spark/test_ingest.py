@@ -1,0 +1,325 @@
+"""Ingest of dumps into metadata_records / quarantine: rows, idempotence, bad input, strict mode, many clusters."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any
+
+import pytest
+from spark_dumps import (
+    ALICE_READ,
+    BOB_WRITE,
+    T0,
+    acl_id,
+    write_bad_segment,
+    write_batches,
+    write_dump,
+)
+
+from replay.kafka import dumplog, writer
+from replay.spark.ingest import (
+    IngestError,
+    PlannedFile,
+    StrictIngestError,
+    classify_listing,
+    ingest,
+    local_path_of,
+    record_hash,
+)
+from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
+
+# ---- pure Python: planning and hashing (no Spark) ----------------------------------------------------------------
+
+
+def test_classify_listing_like_files_discover() -> None:
+    root = "file:/d/logdir"
+    listed = [
+        (f"{root}/bootstrap.checkpoint", 10),
+        (f"{root}/meta.properties", 5),
+        (f"{root}/__cluster_metadata-0/00000000000000000000.log", 100),
+        (f"{root}/__cluster_metadata-0/00000000000000000000.index", 8),
+        (f"{root}/__cluster_metadata-0/00000000000000000042-0000000003.checkpoint", 50),
+        (f"{root}/__cluster_metadata-0/leader-epoch-checkpoint", 3),
+        (f"{root}/orders-0/00000000000000000000.log", 999),  # another topic's partition: skipped
+        (f"{root}/notes.txt", 7),  # unknown name: sniffed on the executor
+    ]
+    planned, ignored = classify_listing([root], listed)
+    kinds = {p.name: p.kind for p in planned}
+    assert kinds == {
+        "bootstrap.checkpoint": "bootstrap",
+        "00000000000000000042-0000000003.checkpoint": "snapshot",
+        "00000000000000000000.log": "segment",
+        "notes.txt": "unknown",
+    }
+    assert [p.kind for p in planned] == ["bootstrap", "snapshot", "segment", "unknown"]  # replay order
+    snap = next(p for p in planned if p.kind == "snapshot")
+    assert (snap.snapshot_end_offset, snap.snapshot_epoch) == (42, 3)
+    assert f"{root}/orders-0/00000000000000000000.log" in ignored
+    assert f"{root}/__cluster_metadata-0/00000000000000000000.index" in ignored
+    assert not any(p.explicit for p in planned)
+
+
+def test_classify_listing_explicit_file_is_always_kept() -> None:
+    planned, ignored = classify_listing(["/x/garbage.bin"], [("file:/x/garbage.bin", 3)])
+    assert ignored == []
+    assert planned == [PlannedFile("file:/x/garbage.bin", 3, "unknown", explicit=True)]
+
+
+def test_local_path_of() -> None:
+    assert local_path_of("file:/tmp/a.log") == "/tmp/a.log"
+    assert local_path_of("file:///tmp/a.log") == "/tmp/a.log"
+    assert local_path_of("/tmp/a.log") == "/tmp/a.log"
+    assert local_path_of("s3a://bucket/a.log") is None
+
+
+def test_record_hash_tells_null_from_empty() -> None:
+    assert record_hash(1, None, b"") != record_hash(1, b"", None)
+    assert record_hash(1, None, b"v") != record_hash(2, None, b"v")
+    assert len(record_hash(1, None, b"v")) == 64
+
+
+# ---- Spark --------------------------------------------------------------------------------------------------------
+
+
+def _rows(lake: Lake, table: str, cluster: str | None = None) -> list[dict[str, Any]]:
+    df = lake.read(table)
+    if cluster is not None:
+        df = df.filter(df.cluster_id == cluster)
+    rows = [r.asDict() for r in df.collect()]
+    return sorted(rows, key=lambda r: tuple(str(r.get(k)) for k in ("cluster_id", "stream", "snapshot_end_offset",
+                                                                    "offset", "content_hash", "file_position")))
+
+
+@pytest.mark.spark
+def test_ingest_gives_expected_rows(spark: Any, tmp_path: Any) -> None:
+    dump = write_dump(str(tmp_path / "node1"))
+    lake = Lake(spark, str(tmp_path / "lake"))
+    report = ingest(spark, [dump], "c1", lake, progress=False)
+
+    assert report.records == report.records_new == 12
+    assert report.records_by_stream == {"log": 6, "snapshot": 3, "bootstrap": 3}
+    assert report.log_offsets == (0, 5)
+    assert report.snapshots == [(3, 1)]
+    assert report.problems == 0
+    assert sorted(os.path.basename(f) for f in report.files) == [
+        "00000000000000000000.log", "00000000000000000003-0000000001.checkpoint", "bootstrap.checkpoint"]
+    assert sorted(os.path.basename(f) for f in report.ignored) == ["00000000000000000000.index", "meta.properties"]
+    assert report.committed == {METADATA_RECORDS: True, QUARANTINE: False}
+
+    rows = _rows(lake, METADATA_RECORDS)
+    log = [r for r in rows if r["stream"] == "log"]
+    assert [r["offset"] for r in log] == [0, 1, 2, 3, 4, 5]
+    assert [r["record_type"] for r in log] == [
+        "LEADER_CHANGE", "ACCESS_CONTROL_ENTRY_RECORD", "BEGIN_TRANSACTION_RECORD", "ACCESS_CONTROL_ENTRY_RECORD",
+        "END_TRANSACTION_RECORD", "REMOVE_ACCESS_CONTROL_ENTRY_RECORD"]
+    leader, create = log[0], log[1]
+    assert leader["is_control"] and leader["control_type"] == "LEADER_CHANGE" and leader["api_key"] is None
+    assert json.loads(leader["payload_json"])["leaderId"] == 1
+    assert create["acl_id"] == acl_id(1)
+    assert (create["resource_type"], create["resource_name"], create["pattern_type"], create["principal"],
+            create["host"], create["operation"], create["permission_type"]) == (
+        "TOPIC", "payments", "LITERAL", "User:alice", "*", "READ", "ALLOW")
+    assert json.loads(create["payload_json"])["type"] == "ACCESS_CONTROL_ENTRY_RECORD"
+    assert create["api_key"] == 18 and create["record_version"] == 0 and not create["is_control"]
+    assert create["append_time"] == T0 + 1000 and create["append_ts"].timestamp() * 1000 == T0 + 1000
+    assert create["leader_epoch"] == 1 and create["crc_ok"] and create["codec"] == "none"
+    assert create["source_kind"] == "segment" and create["source_file"].endswith("00000000000000000000.log")
+    assert create["snapshot_end_offset"] is None and create["snapshot_epoch"] is None
+    assert create["content_hash"] == record_hash(1, create["raw_key"], create["raw_value"])
+    assert create["ingest_id"] == report.ingest_id and create["cluster_id"] == "c1"
+    txn = log[3]  # the create inside the transaction: batch 2..4, second record
+    assert (txn["batch_base_offset"], txn["batch_last_offset"], txn["record_index"]) == (2, 4, 1)
+    assert (txn["acl_id"], txn["operation"], txn["permission_type"]) == (acl_id(2), "WRITE", "DENY")
+    remove = log[5]
+    assert remove["acl_id"] == acl_id(1) and remove["resource_type"] is None
+
+    snap = [r for r in rows if r["stream"] == "snapshot"]
+    assert [(r["offset"], r["record_type"]) for r in snap] == [
+        (0, "SNAPSHOT_HEADER"), (1, "ACCESS_CONTROL_ENTRY_RECORD"), (2, "SNAPSHOT_FOOTER")]
+    assert {(r["snapshot_end_offset"], r["snapshot_epoch"], r["source_kind"]) for r in snap} == {(3, 1, "snapshot")}
+    boot = [r for r in rows if r["stream"] == "bootstrap"]
+    assert [r["record_type"] for r in boot] == ["SNAPSHOT_HEADER", "NO_OP_RECORD", "SNAPSHOT_FOOTER"]
+
+    history = lake.history(METADATA_RECORDS).collect()
+    meta = json.loads(history[0]["userMetadata"])
+    assert history[0]["operation"] == "MERGE"
+    assert meta["cluster_id"] == "c1" and meta["ingest_id"] == report.ingest_id
+    assert meta["log_offsets"] == [0, 5] and meta["file_count"] == 3 and len(meta["files"]) == 3
+    props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {lake.table_ref(METADATA_RECORDS)}").collect()}
+    assert props["delta.enableInCommitTimestamps"] == "true"
+
+
+@pytest.mark.spark
+def test_reingest_changes_nothing_and_a_later_dump_extends(spark: Any, tmp_path: Any) -> None:
+    dump = write_dump(str(tmp_path / "node1"))
+    lake = Lake(spark, str(tmp_path / "lake"))
+    ingest(spark, [dump], "c1", lake, progress=False)
+    before = _rows(lake, METADATA_RECORDS)
+    versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
+
+    # Same files again, and a copy of them from another node: nothing new, and Delta makes no commit.
+    copy = str(tmp_path / "node2")
+    shutil.copytree(dump, copy)
+    again = ingest(spark, [dump, copy], "c1", lake, progress=False)
+    assert again.records == 24 and again.records_new == 0 and again.problems_new == 0
+    assert again.committed == {METADATA_RECORDS: False, QUARANTINE: False}
+    assert {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)} == versions
+    assert _rows(lake, METADATA_RECORDS) == before
+
+    # A later dump of node2: the log grew by two batches (offsets 6, 7). Only those are added, in one commit.
+    part = os.path.join(copy, "__cluster_metadata-0")
+    with open(os.path.join(part, "00000000000000000000.log"), "ab") as f:
+        f.write(writer.encode_batch(6, [writer.acl_record(acl_id(3), ALICE_READ)], 1, T0 + 6000))
+        f.write(writer.encode_batch(7, [writer.remove_acl_record(acl_id(3))], 1, T0 + 7000))
+    later = ingest(spark, [copy], "c1", lake, progress=False)
+    assert later.records_new == 2 and later.log_offsets == (0, 7)
+    assert lake.version(METADATA_RECORDS) == versions[METADATA_RECORDS] + 1
+    rows = _rows(lake, METADATA_RECORDS)
+    assert len(rows) == len(before) + 2
+    new = [r for r in rows if r["ingest_id"] == later.ingest_id]
+    assert sorted(r["offset"] for r in new) == [6, 7]
+    assert all("node2" in r["source_file"] for r in new)
+    # the rows already known keep the file that first brought them
+    assert all("node1" in r["source_file"] for r in rows if r["ingest_id"] != later.ingest_id)
+
+
+@pytest.mark.spark
+def test_different_bytes_at_one_offset_are_both_kept(spark: Any, tmp_path: Any) -> None:
+    """A node that held an uncommitted suffix: offset 1 differs between two dumps (the replay picks by epoch)."""
+    a = write_batches(str(tmp_path / "a" / "__cluster_metadata-0"), [
+        writer.encode_batch(0, [writer.noop()], 1, T0),
+        writer.encode_batch(1, [writer.acl_record(acl_id(1), ALICE_READ)], 1, T0 + 1)])
+    b = write_batches(str(tmp_path / "b" / "__cluster_metadata-0"), [
+        writer.encode_batch(0, [writer.noop()], 1, T0),
+        writer.encode_batch(1, [writer.acl_record(acl_id(9), BOB_WRITE)], 2, T0 + 5)])
+    lake = Lake(spark, str(tmp_path / "lake"))
+    report = ingest(spark, [a, b], "c1", lake, progress=False)
+    assert report.records == 4 and report.records_new == 3
+    rows = _rows(lake, METADATA_RECORDS)
+    at1 = sorted((r["leader_epoch"], r["acl_id"]) for r in rows if r["offset"] == 1)
+    assert at1 == [(1, acl_id(1)), (2, acl_id(9))]
+    assert len([r for r in rows if r["offset"] == 0]) == 1
+
+
+@pytest.mark.spark
+def test_bad_input_goes_to_quarantine(spark: Any, tmp_path: Any) -> None:
+    seg, pos = write_bad_segment(str(tmp_path / "bad" / "__cluster_metadata-0"))
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"certainly not a kafka log " * 4)
+    lake = Lake(spark, str(tmp_path / "lake"))
+    report = ingest(spark, [str(tmp_path / "bad"), str(garbage)], "c1", lake, progress=False)
+
+    assert report.problems_by_kind == {"bad_crc": 1, "truncated_tail": 1, "not_a_metadata_log": 1}
+    assert report.problems_new == 3 and report.committed == {METADATA_RECORDS: True, QUARANTINE: True}
+    q = {r["kind"]: r for r in _rows(lake, QUARANTINE)}
+    crc = q["bad_crc"]
+    assert crc["source_file"].endswith(os.path.basename(seg)) and crc["source_kind"] == "segment"
+    assert (crc["file_position"], crc["offset"]) == (pos["bad_crc"], 1)
+    assert crc["raw"] and len(crc["raw"]) > 61 and crc["message"] and crc["ingest_id"] == report.ingest_id
+    tail = q["truncated_tail"]
+    assert (tail["file_position"], tail["offset"], len(tail["raw"])) == (pos["tail"], 3, 30)
+    assert q["not_a_metadata_log"]["source_file"].endswith("garbage.bin")
+    assert q["not_a_metadata_log"]["file_position"] == 0
+
+    # decodable neighbours are kept; the bad-CRC batch's records are kept too, marked crc_ok = false
+    recs = {r["offset"]: r for r in _rows(lake, METADATA_RECORDS)}
+    assert sorted(recs) == [0, 1, 2]
+    assert [recs[o]["crc_ok"] for o in (0, 1, 2)] == [True, False, True]
+
+    versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
+    again = ingest(spark, [str(tmp_path / "bad"), str(garbage)], "c1", lake, progress=False)
+    assert again.problems == 3 and again.problems_new == 0 and again.records_new == 0
+    assert {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)} == versions
+
+
+@pytest.mark.spark
+def test_strict_raises_before_writing(spark: Any, tmp_path: Any) -> None:
+    lake = Lake(spark, str(tmp_path / "lake"))
+    good = write_dump(str(tmp_path / "good"), with_snapshot=False, with_bootstrap=False)
+    ingest(spark, [good], "c1", lake, strict=True, progress=False)  # clean input passes strict mode
+    versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
+    before = _rows(lake, METADATA_RECORDS)
+
+    write_bad_segment(str(tmp_path / "bad" / "__cluster_metadata-0"))
+    with pytest.raises(StrictIngestError) as err:
+        ingest(spark, [str(tmp_path / "bad")], "c1", lake, strict=True, progress=False)
+    assert err.value.counts == {"bad_crc": 1, "truncated_tail": 1}
+    assert "nothing was written" in str(err.value) and "bad_crc" in str(err.value)
+    assert "00000000000000000000.log, byte 114, offset 1" in str(err.value)
+    assert {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)} == versions
+    assert _rows(lake, METADATA_RECORDS) == before
+    assert lake.read(QUARANTINE).count() == 0
+
+    fresh = Lake(spark, str(tmp_path / "fresh"))
+    with pytest.raises(StrictIngestError):
+        ingest(spark, [str(tmp_path / "bad")], "c1", fresh, strict=True, progress=False)
+    assert not fresh.exists(METADATA_RECORDS) and not fresh.exists(QUARANTINE)
+
+
+@pytest.mark.spark
+def test_two_clusters_share_a_lake(spark: Any, tmp_path: Any) -> None:
+    dump = write_dump(str(tmp_path / "node1"), with_snapshot=False, with_bootstrap=False)
+    lake = Lake(spark, str(tmp_path / "lake"))
+    ingest(spark, [dump], "cluster-a", lake, progress=False)
+    b = ingest(spark, [dump], "cluster-b", lake, progress=False)
+    assert b.records_new == 6  # the same bytes are new for another cluster
+    a_rows = _rows(lake, METADATA_RECORDS, "cluster-a")
+    b_rows = _rows(lake, METADATA_RECORDS, "cluster-b")
+    assert len(a_rows) == len(b_rows) == 6
+    strip = [{k: v for k, v in r.items() if k not in ("cluster_id", "ingest_id")} for r in a_rows]
+    assert strip == [{k: v for k, v in r.items() if k not in ("cluster_id", "ingest_id")} for r in b_rows]
+    parts = sorted(os.listdir(lake.table_path(METADATA_RECORDS)))
+    assert "cluster_id=cluster-a" in parts and "cluster_id=cluster-b" in parts
+    again = ingest(spark, [dump], "cluster-a", lake, progress=False)
+    assert again.records_new == 0
+
+
+@pytest.mark.spark
+def test_dump_log_text_is_the_same_log(spark: Any, tmp_path: Any) -> None:
+    """kafka-dump-log text of the segment and the snapshot gives the same records (same hashes: no new rows)."""
+    dump = write_dump(str(tmp_path / "node1"), with_bootstrap=False)
+    part = os.path.join(dump, "__cluster_metadata-0")
+    text = tmp_path / "text" / "node1-dump.txt"
+    text.parent.mkdir()
+    with open(text, "w") as f:
+        for name in ("00000000000000000000.log", "00000000000000000003-0000000001.checkpoint"):
+            for line in dumplog.render_file(os.path.join(part, name)):
+                f.write(line + "\n")
+    lake = Lake(spark, str(tmp_path / "lake"))
+    from_text = ingest(spark, [str(text.parent)], "c1", lake, progress=False)
+    assert from_text.records_by_stream == {"log": 6, "snapshot": 3} and from_text.problems == 0
+    rows = _rows(lake, METADATA_RECORDS)
+    assert {r["source_kind"] for r in rows} == {"dump_log_text"}
+    assert {r["text_section"] for r in rows if r["stream"] == "snapshot"} == {
+        os.path.join(part, "00000000000000000003-0000000001.checkpoint")}
+    assert {(r["snapshot_end_offset"], r["snapshot_epoch"]) for r in rows if r["stream"] == "snapshot"} == {(3, 1)}
+    binary = ingest(spark, [dump], "c1", lake, progress=False)
+    assert binary.records == 9 and binary.records_new == 0
+
+
+@pytest.mark.spark
+def test_catalog_lake(spark: Any, tmp_path: Any) -> None:
+    dump = write_dump(str(tmp_path / "node1"), with_snapshot=False, with_bootstrap=False)
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS kraft_ingest_test LOCATION '{tmp_path / 'schema'}'")
+    lake = Lake(spark, "spark_catalog.kraft_ingest_test")
+    assert lake.is_catalog
+    report = ingest(spark, [dump], "c1", lake, progress=False)
+    assert report.records_new == 6
+    assert spark.sql("SELECT count(*) FROM spark_catalog.kraft_ingest_test.metadata_records").first()[0] == 6
+    spark.sql("DROP SCHEMA kraft_ingest_test CASCADE")
+
+
+@pytest.mark.spark
+def test_nothing_to_read(spark: Any, tmp_path: Any) -> None:
+    lake = Lake(spark, str(tmp_path / "lake"))
+    with pytest.raises(IngestError, match="does not exist"):
+        ingest(spark, [str(tmp_path / "missing")], "c1", lake, progress=False)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "readme.txt").write_text("hello")
+    with pytest.raises(IngestError, match="no metadata log files"):
+        ingest(spark, [str(tmp_path / "empty")], "c1", lake, progress=False)
+    with pytest.raises(IngestError, match="cluster"):
+        ingest(spark, [str(tmp_path / "empty")], " ", lake, progress=False)
+    assert not lake.exists(METADATA_RECORDS)

@@ -1,0 +1,63 @@
+"""The session: Delta works in it, the branches of get_spark, and the settings it would start a session with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from replay.spark import session as S
+
+
+def test_default_driver_memory() -> None:
+    gib = 1024**3
+    assert S.default_driver_memory(24 * gib) == "6g"
+    assert S.default_driver_memory(64 * gib) == "8g"
+    assert S.default_driver_memory(2 * gib) == "1g"
+
+
+def test_driver_memory_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(S.MEMORY_ENV, "3g")
+    assert S.driver_memory() == "3g"
+    assert S.driver_memory("5g") == "5g"
+
+
+def test_local_conf_has_delta_and_explicit_jars() -> None:
+    conf = S.local_conf("local[*]", "app", None)
+    jars = conf["spark.jars"].split(",")
+    assert any("delta-spark_4.2_2.13-4.4.0.jar" in j for j in jars)
+    assert all("*" not in j and j.endswith(".jar") for j in jars)
+    assert conf["spark.sql.extensions"] == S.DELTA_EXTENSION
+    assert conf["spark.sql.catalog.spark_catalog"] == S.DELTA_CATALOG
+    assert conf["spark.databricks.delta.properties.defaults.enableInCommitTimestamps"] == "true"
+    assert conf["spark.driver.host"] == "127.0.0.1"
+    assert "spark.driver.host" not in S.local_conf("spark://10.1.2.3:7077", "app", "1g")
+    assert S.local_conf("spark://127.0.0.1:7077", "app", "1g")["spark.driver.host"] == "127.0.0.1"
+
+
+@pytest.mark.spark
+def test_session_writes_and_reads_delta(spark: Any, tmp_path: Any) -> None:
+    path = str(tmp_path / "t")
+    spark.range(5).selectExpr("id", "cast(id * 2 as string) AS v").write.format("delta").save(path)
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (5, 'ten')")
+    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [0, 1, 2, 3, 4, 5]
+    assert spark.read.format("delta").option("versionAsOf", 0).load(path).count() == 5
+    props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{path}`").collect()}
+    assert props.get("delta.enableInCommitTimestamps") == "true"  # the session default for new tables
+    assert spark.conf.get("spark.sql.extensions") == S.DELTA_EXTENSION
+
+
+@pytest.mark.spark
+def test_get_spark_reuses_the_active_session(spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert S.get_spark() is spark
+    assert "Spark: reusing the active session (local[2]" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_get_spark_on_databricks_uses_the_runtime_session(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DATABRICKS_RUNTIME_VERSION", "18.0")
+    assert S.on_databricks()
+    assert S.get_spark(master="spark://ignored:7077") is spark
+    assert "Spark: Databricks session (runtime 18.0" in capsys.readouterr().err
