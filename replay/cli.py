@@ -301,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_sql)
 
+    from replay import demo
+
+    p = sub.add_parser("demo", help="the main job on embedded defaults: ingest data/ samples, tour, plots")
+    demo.add_arguments(p)
+    p.set_defaults(func=demo.run)
+
     return parser
 
 

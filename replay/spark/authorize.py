@@ -45,7 +45,9 @@ uncertain probe and an uncertain second part is reported UNKNOWN (conservative, 
 
 Deliberate limits: a stored ACL whose principal has no `:` is a candidate but never matches (Kafka would throw
 when its scan reaches it); invalid requests (unknown operation or type, principal without `:`, a host that is not
-an IP literal: no DNS here) get `ERROR` instead of an exception.
+an IP literal: no DNS here, a requester named `User:*`, for which Kafka throws) get `ERROR` instead of an
+exception. Internally (`decide_keys`, used by the audits) the principal `User:*` means "a principal with no ACL
+of its own": only `User:*` ACLs match it.
 
 Reading Avro requests: Spark's own Avro source needs the external spark-avro jar, which this project does not
 ship. `read_requests` reads `.avro` files with the `binaryFile` source and decodes each file with fastavro inside
@@ -351,9 +353,9 @@ def decide_keys(keys: DataFrame, tables: LakeTables, settings: AuthorizerSetting
     Public for the audits, which build keys directly (host `*` = "a host that no ACL names").
     """
     hist = _history(tables.history)
-    keys = keys.select(*_KEY).distinct()
+    keys = keys.select(*_KEY).distinct().persist()
     resources = keys.select(*_RES_KEY).distinct()
-    probes = _probes(resources, hist)
+    probes = _probes(resources, hist).persist()
     counts = _candidate_counts(probes, hist)
     matches = _matches(keys, probes, hist)
     cov = _coverage(keys.select("cluster_id", "_at").distinct(), tables.coverage)
@@ -494,7 +496,13 @@ def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] |
         raise ValueError(f"requests already have result column(s) {', '.join(clash)}")
     original = requests.columns
     req, any_by_type = normalise(with_as_of_offsets(requests, tables.offset_times))
-    req = req.withColumn("_at", F.col("as_of_offset"))
+    # Kafka builds its principal set as Set.of(principal, User:*), which throws for a requester named `User:*`
+    # (a super user of that name is answered before that)
+    wildcard = (F.col("_p") == WILDCARD_PRINCIPAL) & ~F.col("_p").isin(*sorted(settings.super_users or {""}))
+    req = req.withColumn("_err", F.coalesce(F.col("_err"), F.when(wildcard, F.lit(
+        "Kafka throws IllegalArgumentException for a requesting principal named User:* (duplicate element)"))))
+    # computed once and read by every branch below (the plan would otherwise repeat it per branch)
+    req = req.withColumn("_at", F.col("as_of_offset")).persist()
     valid = req.where(F.col("_err").isNull())
     named = valid.where(F.col("_name").isNotNull())
     parts = [_join_back(named, decide_keys(named, tables, settings), _KEY, original)]

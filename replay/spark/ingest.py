@@ -8,7 +8,10 @@ How it works:
    every filesystem Spark reads works: local paths, `file:`, `dbfs:`, `/Volumes/...`, `s3a://`, `abfss://`... The
    driver classifies the listed files by name the way `replay.kafka.files` does (segments, snapshots,
    `bootstrap.checkpoint`; indexes and state files ignored; other topics' partition directories skipped). Names it
-   cannot place are sniffed on the executors (kafka-dump-log text starts with `Dumping `).
+   cannot place are sniffed on the executors (kafka-dump-log text starts with `Dumping `). Spark's listing skips
+   "hidden" names (`_*`, `.*`) and so every `__cluster_metadata-0` directory: those are added as explicit roots
+   (found with `os.walk` for local inputs, with a glob up to four levels deep for other filesystems). Other
+   directories whose names start with `_` or `.` stay invisible; name them explicitly.
 2. **Decode on the executors** with `mapInArrow`: each task opens its files itself and streams them batch by batch
    through `replay.kafka.batch.read_batches` (or `replay.kafka.dumplog` for dump-log text), yielding Arrow record
    batches of at most a few thousand rows. How a task opens a file:
@@ -25,7 +28,15 @@ How it works:
    strict mode any problem raises `StrictIngestError` here, before anything is written.
 4. **Write** one `MERGE` per table that inserts only rows the table does not hold yet: one Delta commit per table
    per ingest, with `userMetadata` JSON naming the cluster, the ingest id, the files and the offset range.
-   `metadata_records` is written first, then `quarantine`.
+   `metadata_records` is written first, then `quarantine`; a side with no rows in this ingest is not written.
+   The ingest runs in a session of its own (`spark.newSession()`: same context and cache, own SQL conf and temp
+   views) because the userMetadata of a SQL MERGE is a session conf: ingests may run concurrently from threads of
+   one application. A MERGE that loses a race with another ingest of the same cluster is retried (it is
+   idempotent); ingests of different clusters write different `cluster_id` partitions and do not conflict.
+
+Progress: while the executors decode, a bar on the driver shows bytes and files of the files *finished* (Spark
+accumulators, which reach the driver when a task ends), so a single large file shows as one step; then one status
+line per write. `progress=False` or `KRAFT_REPLAY_PROGRESS=0` silences it.
 
 Identity (what makes re-ingesting idempotent): a record is `(cluster_id, stream, snapshot_end_offset,
 snapshot_epoch, offset, content_hash)` where `stream` is `log`, `snapshot` or `bootstrap` and `content_hash` is the
@@ -44,9 +55,13 @@ between them leaves `metadata_records` ahead of `quarantine`; rerunning the same
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import hashlib
 import io
 import json
+import logging
 import os
 import posixpath
 import re
@@ -55,7 +70,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, BinaryIO, cast
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -87,6 +102,8 @@ MAX_NAMED_FILES = 200  # files named in a commit's userMetadata (the count is al
 # The key of a metadata_records row (see the module docstring).
 RECORD_KEY = ("cluster_id", "stream", "snapshot_end_offset", "snapshot_epoch", "offset", "content_hash")
 _NULLABLE_KEY = ("snapshot_end_offset", "snapshot_epoch")
+
+log = logging.getLogger("replay.spark.ingest")
 
 UNKNOWN_KIND = "unknown"  # a file whose name says nothing; the executor sniffs it
 
@@ -165,10 +182,21 @@ class PlannedFile:
     explicit: bool = False  # named by the user (not found by walking a directory)
     open_with: str = "local"  # local | fsspec | pyarrow | spark
     local_path: str | None = None
+    start: int = 0  # a piece of a large file: the batches that START in [start, end) (see decode_piece)
+    end: int | None = None  # None: the whole file
 
     @property
     def name(self) -> str:
         return posixpath.basename(self.uri.rstrip("/"))
+
+    @property
+    def is_piece(self) -> bool:
+        return self.end is not None
+
+    @property
+    def size(self) -> int:
+        """Bytes this entry covers (for progress)."""
+        return self.length if self.end is None else max(0, min(self.end, self.length) - self.start)
 
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -201,11 +229,11 @@ def local_path_of(uri: str) -> str | None:
     return None
 
 
-def _same_path(a: str, b: str) -> bool:
-    la, lb = local_path_of(a), local_path_of(b)
-    if la is not None and lb is not None:
-        return os.path.realpath(la) == os.path.realpath(lb)
-    return a.rstrip("/") == b.rstrip("/")
+@functools.lru_cache(maxsize=65536)
+def _norm(uri: str) -> str:
+    """A comparable form: the real path for local files, the URI without a trailing slash otherwise."""
+    local = local_path_of(uri)
+    return os.path.realpath(local) if local is not None else uri.rstrip("/")
 
 
 def _input_roots(paths: Sequence[str]) -> list[str]:
@@ -249,9 +277,11 @@ def classify_listing(
         return "meta.properties" in names_by_dir.get(parent, set()) or kfiles.METADATA_PARTITION_DIR in \
             subdirs_by_dir.get(parent, set())
 
+    root_norms = {_norm(r) for r in root_dirs}
+
     def skipped_by_dir(uri: str) -> bool:
         d = posixpath.dirname(uri)
-        while d and not any(_same_path(d, r) for r in root_dirs):
+        while d and _norm(d) not in root_norms:
             if other_partition_dir(d):
                 return True
             parent = posixpath.dirname(d)
@@ -263,7 +293,7 @@ def classify_listing(
     planned: list[PlannedFile] = []
     ignored: list[str] = []
     for uri, length in listed:
-        explicit = any(_same_path(uri, r) for r in roots)
+        explicit = _norm(uri) in root_norms
         name = posixpath.basename(uri)
         if not explicit and (kfiles.is_ignored_name(name) or skipped_by_dir(uri)):
             ignored.append(uri)
@@ -296,7 +326,7 @@ def _choose_opener(uri: str, probes: dict[str, str]) -> tuple[str, str | None]:
 
 def _probe(uri: str) -> str:
     try:
-        import fsspec  # type: ignore[import-not-found]
+        import fsspec
 
         with fsspec.open(uri, "rb") as f:
             f.read(1)
@@ -439,14 +469,15 @@ class _RowBuffer:
         self._reset()
 
     def _reset(self) -> None:
-        self.cols: dict[str, list[Any]] = {n: [] for n in _COLUMNS}
-        self.rows = 0
+        self.pending: list[tuple[Any, ...]] = []
         self.bytes = 0
 
+    @property
+    def rows(self) -> int:
+        return len(self.pending)
+
     def add(self, row: dict[str, Any]) -> None:
-        for name in _COLUMNS:
-            self.cols[name].append(row.get(name))
-        self.rows += 1
+        self.pending.append(tuple(map(row.get, _COLUMNS)))
         for name in ("raw_key", "raw_value", "raw", "payload_json"):
             v = row.get(name)
             if v is not None:
@@ -454,11 +485,12 @@ class _RowBuffer:
 
     @property
     def full(self) -> bool:
-        return self.rows >= ROWS_PER_ARROW_BATCH or self.bytes >= BYTES_PER_ARROW_BATCH
+        return len(self.pending) >= ROWS_PER_ARROW_BATCH or self.bytes >= BYTES_PER_ARROW_BATCH
 
     def flush(self) -> Any:
         pa = self._pa
-        arrays = [pa.array(self.cols[f.name], type=f.type) for f in self._schema]
+        columns = list(zip(*self.pending, strict=True))
+        arrays = [pa.array(columns[i], type=f.type) for i, f in enumerate(self._schema)]
         batch = pa.RecordBatch.from_arrays(arrays, schema=self._schema)
         self._reset()
         return batch
@@ -554,24 +586,123 @@ def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any
         else:
             yield {**base, "row_type": "I", "source_kind": UNKNOWN_KIND}
             return
-        stream = _Prefixed(head, rest)
+        stream = cast(IO[bytes], io.BufferedReader(_Prefixed(head, rest), buffer_size=1024 * 1024))
     base["source_kind"] = kind
     if kind == SourceKind.DUMP_LOG_TEXT.value:
         yield from _decode_text(entry, stream, base)
         return
     base.update(stream=_stream_of(kind), snapshot_end_offset=entry.snapshot_end_offset,
                 snapshot_epoch=entry.snapshot_epoch)
-    for item in batch_reader.read_batches(stream, entry.uri):
-        if isinstance(item, Problem):
-            yield _problem_row(item, base, entry.name)
-        else:
-            yield from _record_rows(item, base)
+    if entry.is_piece:
+        items = decode_piece(cast(BinaryIO, stream), entry)
+    else:
+        items = batch_reader.read_batches(cast(BinaryIO, stream), entry.uri)
+    position: int | None = entry.start
+    try:
+        for item in items:
+            if isinstance(item, Problem):
+                yield _problem_row(item, base, entry.name)
+            else:
+                position = item.header.position
+                yield from _record_rows(item, base)
+    except Exception as e:  # a decoder bug must not sink the whole ingest: the file is reported, not skipped
+        p = Problem(ProblemKind.UNREADABLE_FILE,
+                    f"the decoder failed after byte {position} ({type(e).__name__}: {e}); the rest of this file "
+                    "is not decoded. This is a bug in kraft-acl-replay: please report it with the file",
+                    entry.uri, position)
+        yield _problem_row(p, base, entry.name)
+
+
+class _Limited(io.RawIOBase):
+    """The next `limit` bytes of a stream, then end of stream."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._left <= 0:
+            return 0
+        data = self._stream.read(min(len(b), self._left))
+        n = len(data)
+        b[:n] = data
+        self._left -= n
+        return n
+
+
+def piece_bounds(stream: BinaryIO, start: int, end: int, length: int) -> tuple[int, int] | None:
+    """Where the piece [start, end) of a batch file begins and ends: `(a, b)` with `a` the first batch position
+    >= start and `b` the first batch position >= end (the file's length when the chain of batch lengths breaks or the
+    file ends first, so that the piece holding the break reads it and reports it as the whole-file decoder would).
+    None when no batch starts in the piece. Walks batch headers only (12 bytes each)."""
+    from replay.kafka import batch as batch_reader
+
+    def step(pos: int) -> int | None:
+        """The next batch position after the one at `pos`, or None where the chain of lengths breaks."""
+        stream.seek(pos)
+        head = stream.read(batch_reader.LOG_OVERHEAD)
+        if len(head) < batch_reader.LOG_OVERHEAD:
+            return None
+        batch_length = int.from_bytes(head[8:12], "big", signed=True)
+        size = batch_length + batch_reader.LOG_OVERHEAD
+        if batch_length < batch_reader.MIN_BATCH_LENGTH or size > batch_reader.DEFAULT_MAX_BATCH_SIZE:
+            return None
+        if pos + size > length:
+            return None
+        return pos + size
+
+    if start > 0:
+        stream.seek(0)  # a file whose first batch is not a batch at all is decoded (and reported) by piece 0 alone
+        first = next(iter(batch_reader.iter_batch_frames(io.BytesIO(stream.read(128)), "")), None)
+        if isinstance(first, Problem) and first.kind == ProblemKind.NOT_A_METADATA_LOG:
+            return None
+    pos: int | None = 0
+    while pos is not None and pos < start:
+        pos = step(pos)
+    if pos is None or pos >= end or pos >= length:
+        return None
+    a = pos
+    while pos is not None and pos < end and pos < length:
+        pos = step(pos)
+    return a, (length if pos is None else min(pos, length))
+
+
+def decode_piece(stream: BinaryIO, entry: PlannedFile) -> Iterator[Batch | Problem]:
+    """The batches (and problems) of one piece of a large file, as `read_batches` gives them for the whole file."""
+    from replay.kafka import batch as batch_reader
+
+    assert entry.end is not None
+    bounds = piece_bounds(stream, entry.start, entry.end, entry.length)
+    if bounds is None:
+        return
+    a, b = bounds
+    stream.seek(a)
+    limited = cast(BinaryIO, io.BufferedReader(_Limited(stream, b - a), buffer_size=1024 * 1024))
+    yield from batch_reader.read_batches(limited, entry.uri, start_position=a)
+
+
+def split_plan(plan: list[PlannedFile], split_bytes: int) -> list[PlannedFile]:
+    """Large local segment and snapshot files as pieces of about `split_bytes`, so one file uses many cores."""
+    if split_bytes <= 0:
+        return list(plan)
+    out: list[PlannedFile] = []
+    for f in plan:
+        splittable = f.open_with == "local" and f.kind in (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value)
+        if not splittable or f.length <= split_bytes:
+            out.append(f)
+            continue
+        for start in range(0, f.length, split_bytes):
+            out.append(dataclasses.replace(f, start=start, end=min(start + split_bytes, f.length)))
+    return out
 
 
 def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) -> Iterator[dict[str, Any]]:
     from replay.kafka import dumplog
 
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")  # type: ignore[type-var]
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
     reader = dumplog.DumpTextReader(entry.uri)
     for item in reader.read(text):
         section = reader.section  # the section the item belongs to (read before the next one opens)
@@ -615,16 +746,16 @@ class _Prefixed(io.RawIOBase):
 
 def _open(entry: PlannedFile) -> IO[bytes]:
     if entry.open_with == "local":
-        return open(entry.local_path or entry.uri, "rb", buffering=1024 * 1024)  # noqa: SIM115 - caller closes
+        return open(entry.local_path or entry.uri, "rb", buffering=1024 * 1024)
     if entry.open_with == "fsspec":
         import fsspec
 
-        return fsspec.open(entry.uri, "rb").open()  # type: ignore[no-any-return]
+        return fsspec.open(entry.uri, "rb").open()
     if entry.open_with == "pyarrow":
         from pyarrow import fs as pafs
 
         filesystem, path = pafs.FileSystem.from_uri(entry.uri)
-        return filesystem.open_input_stream(path)  # type: ignore[return-value]
+        return filesystem.open_input_stream(path)
     raise ValueError(f"{entry.uri}: no way to open it on an executor ({entry.open_with})")
 
 
@@ -663,7 +794,7 @@ def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any)
                             stream.close()
                     if counters is not None:
                         counters[0].add(1)
-                        counters[1].add(entry.length)
+                        counters[1].add(entry.size)
         if buf.rows:
             yield buf.flush()
 
@@ -692,9 +823,12 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
     return decode
 
 
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+
+
 def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None) -> DataFrame:
-    """A DataFrame of `DECODED_SCHEMA` rows for the planned files; nothing runs until an action."""
-    direct = sorted((f for f in plan if f.open_with != "spark"), key=lambda f: -f.length)  # big files start first
+    """A DataFrame of `DECODED_SCHEMA` rows for the planned entries (files or pieces); nothing runs until an action."""
+    direct = sorted((f for f in plan if f.open_with != "spark"), key=lambda f: -f.size)  # big ones start first
     via_spark = {f.uri: f for f in plan if f.open_with == "spark"}
     frames: list[DataFrame] = []
     if direct:
@@ -830,30 +964,63 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+MERGE_ATTEMPTS = 5
+
+
+def _is_conflict(error: Exception) -> bool:
+    """A Delta optimistic-concurrency conflict (another writer committed first): safe to retry an idempotent MERGE."""
+    text = f"{type(error).__name__}: {error}"
+    return "Concurrent" in text or "DELTA_CONCURRENT" in text or "MetadataChanged" in text
+
+
 def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condition: str, metadata: str) -> int:
-    """Insert the source rows the table does not match; return how many were inserted (0: Delta made no commit)."""
+    """Insert the source rows the table does not match; return how many were inserted (0: Delta made no commit).
+
+    The commit's userMetadata comes from the session conf (SQL MERGE has no writer option); `ingest` runs in a
+    session of its own so that concurrent ingests never see each other's value. A conflict with a concurrent writer
+    (another ingest of the same cluster) is retried: the MERGE is idempotent.
+    """
     view = f"kraft_ingest_src_{uuid.uuid4().hex}"
     source.createOrReplaceTempView(view)
-    previous = None
     try:
         previous = spark.conf.get(USER_METADATA_CONF, None)
     except Exception:
         previous = None
-    spark.conf.set(USER_METADATA_CONF, metadata)
     try:
-        result = spark.sql(
-            f"MERGE INTO {lake.table_ref(table)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
-        ).collect()
+        spark.conf.set(USER_METADATA_CONF, metadata)
+    except Exception as e:  # a platform that forbids the conf: write without userMetadata rather than not at all
+        log.warning("cannot set %s (%s); the commit will carry no userMetadata", USER_METADATA_CONF, e)
+    sql = f"MERGE INTO {lake.table_ref(table)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
+    try:
+        for attempt in range(1, MERGE_ATTEMPTS + 1):
+            try:
+                result = spark.sql(sql).collect()
+                break
+            except Exception as e:
+                if attempt == MERGE_ATTEMPTS or not _is_conflict(e):
+                    raise
+                log.info("MERGE into %s conflicted with a concurrent commit (attempt %d); retrying", table, attempt)
+                time.sleep(0.5 * attempt)
     finally:
-        if previous is None:
-            spark.conf.unset(USER_METADATA_CONF)
-        else:
-            spark.conf.set(USER_METADATA_CONF, previous)
+        with contextlib.suppress(Exception):
+            if previous is None:
+                spark.conf.unset(USER_METADATA_CONF)
+            else:
+                spark.conf.set(USER_METADATA_CONF, previous)
         spark.catalog.dropTempView(view)
     if not result:
         return 0
     row = result[0].asDict()
     return int(row.get("num_inserted_rows") or row.get("num_affected_rows") or 0)
+
+
+def _own_session(spark: SparkSession) -> SparkSession:
+    """A session sharing `spark`'s context and cache but with its own SQL conf and temp views (Spark Connect: the
+    same session)."""
+    try:
+        return spark.newSession()
+    except Exception:
+        return spark
 
 
 def records_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataFrame:
@@ -904,17 +1071,20 @@ def ingest(
     progress: bool = True,
     *,
     ingest_id: str | None = None,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
 ) -> IngestReport:
     """Read dumps under `paths` into `lake`'s metadata_records and quarantine tables for `cluster`.
 
     `paths`: files or directories, local or any URI Spark reads. `lake`: a `Lake`, a directory or `catalog.schema`
     (default `./lakehouse`). `strict`: any problem in the input raises `StrictIngestError` and nothing is written.
-    `progress`: a bar of files and bytes decoded, and status lines, on stderr.
+    `progress`: a bar of files and bytes decoded, and status lines, on stderr. `split_bytes`: local segment and
+    snapshot files larger than this are decoded in pieces of about this size by parallel tasks (0: never split).
     Raises `IngestError` when there is nothing to read. Returns what was read and written.
     """
     started = time.monotonic()
     cluster = _check_cluster(cluster)
     lake = lake if isinstance(lake, Lake) else Lake(spark, lake)
+    spark = _own_session(spark)
     path_list = [paths] if isinstance(paths, str | os.PathLike) else [str(p) for p in paths]
     if not path_list:
         raise IngestError("no input paths given")
@@ -936,13 +1106,15 @@ def ingest(
         progress,
     )
 
+    parts = split_plan(plan, split_bytes)
+    unit = "files" if len(parts) == len(plan) else "parts"
     counters = _counters(spark)
-    decoded = decode_plan(spark, plan, counters)
+    decoded = decode_plan(spark, parts, counters)
     cached = _persist(decoded)
     try:
         if counters is not None:
             def read() -> tuple[float, str]:
-                return float(counters[1].value), f"{counters[0].value}/{len(plan)} files"
+                return float(counters[1].value), f"{counters[0].value}/{len(parts)} {unit}"
 
             with progress_ui.poll(read, total=float(total), desc="decode", unit="B", unit_scale=True,
                                   enabled=progress):
@@ -1006,24 +1178,25 @@ def ingest(
 
         for table in (METADATA_RECORDS, QUARANTINE):
             lake.ensure(table)
-        progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
-        report.records_new = _merge(
-            spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id),
-            _record_condition(cluster), _user_metadata(report, METADATA_RECORDS, report.records),
-        )
-        progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
-        report.problems_new = _merge(
-            spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
-            _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems),
-        )
+        # An empty side is skipped: an insert-only MERGE of nothing would not commit anyway.
+        if report.records:
+            progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
+            report.records_new = _merge(
+                spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id),
+                _record_condition(cluster), _user_metadata(report, METADATA_RECORDS, report.records),
+            )
+        if report.problems:
+            progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
+            report.problems_new = _merge(
+                spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
+                _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems),
+            )
         report.committed = {METADATA_RECORDS: report.records_new > 0, QUARANTINE: report.problems_new > 0}
         report.versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
     finally:
         if cached:
-            try:
+            with contextlib.suppress(Exception):
                 decoded.unpersist()
-            except Exception:
-                pass
     report.seconds = time.monotonic() - started
     for line in report.lines():
         progress_ui.say(line, progress)

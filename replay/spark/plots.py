@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from matplotlib import dates as mdates
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -78,21 +79,24 @@ def _cluster_rows(lake: Any, table: str, cluster: str) -> DataFrame:
     return lake.read(table).where(F.col("cluster_id") == cluster)
 
 
-def _with_time(points: DataFrame, times: DataFrame, offset_col: str, time_col: str, *, after: bool) -> DataFrame:
+def _with_time(points: DataFrame, times: DataFrame, offset_col: str, time_col: str, *, after: bool,
+               cluster: str) -> DataFrame:
     """Attach to each row of `points` the time of the nearest `offset_times` entry: the first at or after its offset
     (`after=True`: when a change there became visible as of time) or the last strictly before it.
 
     One union and one window over the cluster's rows (an as-of join without a range join).
     """
-    pts = points.withColumn("_o", F.col(offset_col)).withColumn("_k", F.lit(0)).withColumn("_t", F.lit(None).cast("long"))
-    ts = times.select(F.col("offset").alias("_o"), F.lit(1).alias("_k"), F.col("time").alias("_t"))
+    pts = (points.withColumn("_o", F.col(offset_col)).withColumn("_k", F.lit(0))
+           .withColumn("_t", F.lit(None).cast("long")).withColumn("_c", F.lit(cluster)))
+    ts = times.select(F.col("offset").alias("_o"), F.lit(1).alias("_k"), F.col("time").alias("_t"),
+                      F.lit(cluster).alias("_c"))
     both = pts.unionByName(ts, allowMissingColumns=True)
-    w = Window.partitionBy(F.lit(1)).orderBy("_o", "_k")
+    w = Window.partitionBy("_c").orderBy("_o", "_k")
     if after:
         t = F.first("_t", ignorenulls=True).over(w.rowsBetween(Window.currentRow, Window.unboundedFollowing))
     else:
         t = F.last("_t", ignorenulls=True).over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    return both.withColumn(time_col, t).where(F.col("_k") == 0).drop("_o", "_k", "_t")
+    return both.withColumn(time_col, t).where(F.col("_k") == 0).drop("_o", "_k", "_t", "_c")
 
 
 def _mark_line(ax: Any, mark: float | datetime | None, label: str) -> None:
@@ -114,13 +118,14 @@ class CountSeries:
     certain_min: list[int] = field(default_factory=list)  # lowest certain count inside the bucket
     certain_max: list[int] = field(default_factory=list)
     possible: list[int] = field(default_factory=list)  # certainly or possibly live at the end of the bucket
-    possible_max: list[int] = field(default_factory=list)
+    uncertain_max: list[int] = field(default_factory=list)  # most ACLs of uncertain liveness at once in the bucket
+    possible_max: list[int] = field(default_factory=list)  # highest certain-or-possible count in the bucket
     gaps: list[tuple[float, float, str]] = field(default_factory=list)  # (start, end, missing | incomplete)
     end: float = 0.0  # the end of the x range (last offset, or last time)
 
     @property
     def uncertain(self) -> bool:
-        return any(p > c for p, c in zip(self.possible_max, self.certain_min, strict=True))
+        return any(u > 0 for u in self.uncertain_max)
 
 
 def _step_points(lake: Any, cluster: str) -> DataFrame:
@@ -128,15 +133,18 @@ def _step_points(lake: Any, cluster: str) -> DataFrame:
     h = _cluster_rows(lake, "acl_history", cluster)
     one, zero, minus = F.lit(1), F.lit(0), F.lit(-1)
     deltas = (
-        h.select(F.col("valid_from_offset").alias("offset"), one.alias("dc"), zero.alias("dp"))
+        h.select("cluster_id", F.col("valid_from_offset").alias("offset"), one.alias("dc"), zero.alias("dp"))
         .unionByName(h.where(F.col("valid_to_min_offset").isNotNull())
-                     .select(F.col("valid_to_min_offset").alias("offset"), minus.alias("dc"), zero.alias("dp")))
-        .unionByName(h.select(F.col("valid_from_min_offset").alias("offset"), zero.alias("dc"), one.alias("dp")))
+                     .select("cluster_id", F.col("valid_to_min_offset").alias("offset"), minus.alias("dc"),
+                             zero.alias("dp")))
+        .unionByName(h.select("cluster_id", F.col("valid_from_min_offset").alias("offset"), zero.alias("dc"),
+                              one.alias("dp")))
         .unionByName(h.where(F.col("valid_to_min_offset").isNotNull() & F.col("valid_to_offset").isNotNull())
-                     .select(F.col("valid_to_offset").alias("offset"), zero.alias("dc"), minus.alias("dp")))
+                     .select("cluster_id", F.col("valid_to_offset").alias("offset"), zero.alias("dc"),
+                             minus.alias("dp")))
     )
-    w = Window.partitionBy(F.lit(1)).orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return (deltas.groupBy("offset").agg(F.sum("dc").alias("dc"), F.sum("dp").alias("dp"))
+    w = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    return (deltas.groupBy("cluster_id", "offset").agg(F.sum("dc").alias("dc"), F.sum("dp").alias("dp"))
             .select("offset", F.sum("dc").over(w).alias("certain"), F.sum("dp").over(w).alias("possible")))
 
 
@@ -161,7 +169,7 @@ def acl_count_data(lake: Any, cluster: str, by: str = "offset", points: int = DE
         if r is None or r["hi"] is None:
             return CountSeries(cluster, by, 1.0)
         lo, hi = int(r["lo"]), int(r["hi"])
-        keyed = _with_time(steps, times, "offset", "_x", after=True).withColumn(
+        keyed = _with_time(steps, times, "offset", "_x", after=True, cluster=cluster).withColumn(
             "_x", F.coalesce(F.col("_x"), F.lit(hi)))
     width = max(1, math.ceil((hi - lo + 1) / points))
     order = F.struct(F.col("_x"), F.col("offset"))
@@ -171,7 +179,7 @@ def acl_count_data(lake: Any, cluster: str, by: str = "offset", points: int = DE
             .groupBy("_b")
             .agg(F.max_by("certain", order).alias("c_end"), F.min("certain").alias("c_min"),
                  F.max("certain").alias("c_max"), F.max_by("possible", order).alias("p_end"),
-                 F.max("possible").alias("p_max"))
+                 F.max(F.col("possible") - F.col("certain")).alias("u_max"), F.max("possible").alias("p_max"))
             .orderBy("_b").collect())
     series = CountSeries(cluster, by, float(width), end=float(hi))
     by_bucket = {int(row["_b"]): row for row in rows}
@@ -180,9 +188,10 @@ def acl_count_data(lake: Any, cluster: str, by: str = "offset", points: int = DE
         row = by_bucket.get(b)
         if row is None:
             cmin = cmax = c
-            pmax = p
+            umax, pmax = p - c, p
         else:
             cmin, cmax = min(c, int(row["c_min"])), max(c, int(row["c_max"]))
+            umax = max(p - c, int(row["u_max"]))
             pmax = max(p, int(row["p_max"]))
             c, p = int(row["c_end"]), int(row["p_end"])
         series.x.append(float(lo + b * width))
@@ -190,25 +199,29 @@ def acl_count_data(lake: Any, cluster: str, by: str = "offset", points: int = DE
         series.certain_min.append(cmin)
         series.certain_max.append(cmax)
         series.possible.append(max(p, c))
-        series.possible_max.append(max(pmax, cmax))
-    series.gaps = _gap_spans(cov, times, by)
+        series.uncertain_max.append(max(umax, 0))
+        series.possible_max.append(max(pmax, c) if umax > 0 else c)
+    series.gaps = _gap_spans(cov, times, by, cluster)
     return series
 
 
-def _gap_spans(cov: DataFrame, times: DataFrame, by: str, limit: int = 500) -> list[tuple[float, float, str]]:
+def _gap_spans(cov: DataFrame, times: DataFrame, by: str, cluster: str, limit: int = 500
+               ) -> list[tuple[float, float, str]]:
     """The missing and incomplete offset ranges (at most `limit`), in offsets or as times."""
     gaps = cov.where(F.col("kind").isin("missing", "incomplete")).select("start_offset", "end_offset", "kind")
     if by == "offset":
         rows = gaps.orderBy("start_offset").limit(limit).collect()
         return [(float(r["start_offset"]), float(r["end_offset"]) + 1.0, str(r["kind"])) for r in rows]
-    g = _with_time(gaps, times, "start_offset", "t0", after=False)
-    g = _with_time(g, times, "end_offset", "t1", after=True)
+    g = _with_time(gaps, times, "start_offset", "t0", after=False, cluster=cluster)
+    g = _with_time(g, times, "end_offset", "t1", after=True, cluster=cluster)
     rows = g.orderBy("start_offset").limit(limit).collect()
+    first = times.agg(F.min("time")).first()
+    t_first = first[0] if first is not None else None
     out = []
     for r in rows:
         if r["t0"] is None and r["t1"] is None:
             continue
-        t0 = r["t0"] if r["t0"] is not None else r["t1"]
+        t0 = r["t0"] if r["t0"] is not None else (t_first if t_first is not None else r["t1"])
         t1 = r["t1"] if r["t1"] is not None else r["t0"]
         out.append((float(t0), float(t1), str(r["kind"])))
     return out
@@ -219,7 +232,7 @@ def draw_acl_count(series: CountSeries, mark: float | None = None, title: str | 
     fig = new_figure()
     ax = fig.add_subplot()
     is_time = series.by == "time"
-    conv = _utc if is_time else float
+    conv: Any = _utc if is_time else float
     xs: list[Any] = [conv(x) for x in series.x]
     if series.x:
         xs.append(conv(max(series.end, series.x[-1] + series.width)))
@@ -228,14 +241,16 @@ def draw_acl_count(series: CountSeries, mark: float | None = None, title: str | 
         return vals + (vals[-1:] if vals else [])
 
     for start, end, kind in series.gaps:
-        colour = _GAP if kind == "missing" else _INCOMPLETE
-        ax.axvspan(conv(start), conv(end), color=colour, alpha=0.25, linewidth=0)
+        if kind == "missing":
+            ax.axvspan(conv(start), conv(end), color=_GAP, alpha=0.3, linewidth=0)
+        else:
+            ax.axvspan(conv(start), conv(end), facecolor="none", edgecolor=_INCOMPLETE, hatch="..", linewidth=0)
     if series.uncertain:
-        ax.fill_between(xs, stepped(series.certain_min), stepped(series.possible_max), step="post", color=_POSSIBLE,
+        ax.fill_between(xs, stepped(series.certain), stepped(series.possible_max), step="post", color=_POSSIBLE,
                         alpha=0.3, linewidth=0, label="may or may not have been live (history has a gap)")
     if series.width > 1 and any(a != b for a, b in zip(series.certain_min, series.certain_max, strict=True)):
         ax.fill_between(xs, stepped(series.certain_min), stepped(series.certain_max), step="post", color=_CERTAIN,
-                        alpha=0.18, linewidth=0, label="range inside a bucket")
+                        alpha=0.18, linewidth=0, label="lowest to highest count inside a bucket")
     if series.certain:
         ax.step(xs, stepped(series.certain), where="post", color=_CERTAIN, linewidth=1.8, label="certainly live")
     if mark is not None:
@@ -243,10 +258,11 @@ def draw_acl_count(series: CountSeries, mark: float | None = None, title: str | 
     handles, _labels = ax.get_legend_handles_labels()
     kinds = {k for _, _, k in series.gaps}
     if "missing" in kinds:
-        handles.append(Patch(color=_GAP, alpha=0.25, label="offsets in no dump (retention hole)"))
+        handles.append(Patch(color=_GAP, alpha=0.3, label="offsets in no dump (retention hole)"))
     if "incomplete" in kinds:
-        handles.append(Patch(color=_INCOMPLETE, alpha=0.25, label="after an unbridged hole (ACLs may be unknown)"))
-    ax.legend(handles=handles, loc="upper left", fontsize="small")
+        handles.append(Patch(facecolor="none", edgecolor=_INCOMPLETE, hatch="..",
+                             label="after an unbridged hole (ACLs created there may be unknown)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize="small")
     unit = "time (UTC)" if is_time else "metadata log offset"
     bucket = ""
     if series.width > 1:
@@ -362,7 +378,8 @@ def draw_changes(counts: ChangeCounts, mark: float | None = None, title: str | N
     handles, labels = ax.get_legend_handles_labels()
     keep = [(h, lab) for h, lab in zip(handles, labels, strict=True)
             if not ("unknown offset" in lab and not (sum(counts.creates_inexact) + sum(counts.removes_inexact)))]
-    ax.legend([h for h, _ in keep], [lab for _, lab in keep], loc="upper left", fontsize="small")
+    fig.legend([h for h, _ in keep], [lab for _, lab in keep], loc="outside lower center", ncol=2,
+               fontsize="small")
     ax.set_title(title or f"ACL changes per {counts.period} on cluster {counts.cluster} "
                           f"({counts.total} in all; creates up, removes down)")
     ax.set_xlabel("time (UTC)")
@@ -442,7 +459,7 @@ def timeline_data(lake: Any, cluster: str, principal: str, include_wildcard: boo
                   if v is not None}
         spark = lake.spark
         pts = spark.createDataFrame([(o,) for o in sorted(wanted)], "offset long")
-        for t in _with_time(pts, times, "offset", "time", after=True).collect():
+        for t in _with_time(pts, times, "offset", "time", after=True, cluster=cluster).collect():
             lookup[int(t["offset"])] = float(t["time"]) if t["time"] is not None else end
 
     def conv(v: Any) -> float | None:
@@ -468,11 +485,11 @@ def draw_timeline(tl: Timeline, mark: float | None = None, title: str | None = N
     fig = new_figure(11.0, min(2.2 + 0.32 * n, 16.0))
     ax = fig.add_subplot()
     is_time = tl.x == "time"
-    conv = _utc if is_time else float
+    conv: Any = _utc if is_time else float
 
-    def span(a: float, b: float) -> tuple[Any, Any]:
+    def span(a: float, b: float) -> tuple[float, float]:
         if is_time:
-            return _utc(a), (b - a) / 86_400_000
+            return float(mdates.date2num(_utc(a))), (b - a) / 86_400_000
         return a, b - a
 
     labels: list[str] = []
@@ -490,6 +507,8 @@ def draw_timeline(tl: Timeline, mark: float | None = None, title: str | None = N
             uncertain_seen = True
             ax.broken_barh(pieces, (i - 0.35, 0.7), facecolors="white", edgecolors=colour, hatch="///")
         labels.append(bar.label)
+    if is_time:
+        ax.xaxis_date()
     ax.set_yticks(range(len(labels)), labels=labels, fontsize="small")
     ax.set_ylim(len(labels) - 0.5 if labels else 0.5, -0.5)
     if mark is not None:
@@ -499,11 +518,11 @@ def draw_timeline(tl: Timeline, mark: float | None = None, title: str | None = N
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="///",
                              label="uncertain bound (inside a history gap)"))
     extra, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=handles + extra, loc="lower right", fontsize="small")
+    fig.legend(handles=handles + extra, loc="outside lower center", ncol=len(handles + extra), fontsize="small")
     shown = f" (first {len(tl.bars)} of {tl.total})" if tl.total > len(tl.bars) else ""
     wild = " and User:*" if any(b.principal != tl.principal for b in tl.bars) else ""
-    ax.set_title(title or f"ACLs of {tl.principal}{wild} on cluster {tl.cluster} over "
-                          f"{'time' if is_time else 'offsets'}{shown}")
+    ax.set_title(title or f"ACLs of {tl.principal}{wild}{shown}\non cluster {tl.cluster}, over "
+                          f"{'time' if is_time else 'offsets'}; one bar per ACL lifetime")
     ax.set_xlabel("time (UTC)" if is_time else "metadata log offset")
     ax.grid(True, axis="x", alpha=0.3)
     if not tl.bars:

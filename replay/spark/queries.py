@@ -137,10 +137,14 @@ def register_sql_functions(lake: Any) -> list[str]:
     returns = (f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT")
     spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_state_at(cluster STRING, at_offset BIGINT) "
               f"RETURNS TABLE ({returns}) RETURN {body.format(at='at_offset')}")
-    at_time = (f"(SELECT max(t.offset) FROM {times} t WHERE t.cluster_id = cluster "
-               "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT))")
+    # the offset for a time comes from a CTE: Spark 4.2 cannot resolve function parameters in a scalar subquery
+    at_time_body = (
+        f"WITH a AS (SELECT max(t.offset) AS at FROM {times} t WHERE t.cluster_id = cluster "
+        "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) "
+        + body.format(at="a.at").replace(f"FROM {hist} h WHERE", f"FROM {hist} h, a WHERE")
+    )
     spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_state_at_time(cluster STRING, ts TIMESTAMP) "
-              f"RETURNS TABLE ({returns}) RETURN {body.format(at=at_time)}")
+              f"RETURNS TABLE ({returns}) RETURN {at_time_body}")
     ev_cols = ", ".join(f"e.{c}" for c in ACL_FIELDS)
     spark.sql(
         f"CREATE OR REPLACE TEMPORARY FUNCTION acl_changes_between(cluster STRING, from_offset BIGINT, "

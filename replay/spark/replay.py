@@ -452,6 +452,19 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
     for name, frame in frames.items():
         df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields]).persist()
         counts[name] = df.count()
-        lake.replace_clusters(name, df, clusters, meta, REPLAY_SCHEMAS[name])
+        _replace_clusters(lake, name, df, clusters, meta)
         df.unpersist()
     return counts
+
+
+def _replace_clusters(lake: Any, name: str, df: DataFrame, clusters: list[str], user_metadata: str) -> None:
+    """Replace the rows of `clusters` in table `name` by `df` in one Delta commit (other clusters untouched)."""
+    lake.ensure(name, REPLAY_SCHEMAS[name])
+    quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in clusters)
+    writer = (df.write.format("delta").mode("overwrite").option("replaceWhere", f"cluster_id IN ({quoted})")
+              .option("userMetadata", user_metadata))
+    path = lake.table_path(name)
+    if path is None:
+        writer.saveAsTable(lake.table_ref(name))
+    else:
+        writer.save(path)

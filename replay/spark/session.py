@@ -8,7 +8,8 @@
 2. **A session is already running in this process** (a notebook, a test fixture, an application that made its own):
    reuse it as it is. Static settings such as jars and memory can no longer change; a warning says so when Delta's
    extension is missing from it.
-3. **Otherwise start one**: `local[*]` (or the `spark://` master given) with Delta's SQL extension and catalog, the
+3. **Spark Connect** (`SPARK_REMOTE` set, e.g. databricks-connect): the builder's remote session, untouched.
+4. **Otherwise start one**: `local[*]` (or the `spark://` master given) with Delta's SQL extension and catalog, the
    Delta jars from `replay.maven.delta_jars()` as explicit comma-joined paths in `spark.jars` (no Ivy), driver
    memory sized to the machine (`min(25% of RAM, 8g)`, at least 1g; `KRAFT_REPLAY_DRIVER_MEMORY` or `memory=`
    overrides), the driver bound to 127.0.0.1 for local and loopback masters, in-commit timestamps on for every new
@@ -182,10 +183,16 @@ def get_spark(
             log.warning("the active Spark session has no Delta extension (%s); Delta SQL may fail", DELTA_EXTENSION)
         return active
 
+    if os.environ.get("SPARK_REMOTE"):  # Spark Connect (databricks-connect, a remote Connect server): theirs to set up
+        spark = SparkSession.builder.getOrCreate()
+        _say(f"Spark: Spark Connect session ({os.environ['SPARK_REMOTE'].split(';', 1)[0]}, Spark {spark.version})")
+        return spark
+
     master = master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER") or "local[*]"
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers run this interpreter and its packages
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    _export_package_path()
+    if _is_loopback_master(master):  # workers on this machine run this interpreter and see this checkout
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        _export_package_path()
     settings = local_conf(master, app_name, memory)
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     builder = SparkSession.builder

@@ -20,6 +20,7 @@ so it also works over Spark Connect and on Databricks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Mapping
@@ -278,19 +279,18 @@ class Lake:
             return bool(self.spark.catalog.tableExists(f"{self.location}.{name}"))
         path = self.table_path(name)
         assert path is not None
-        try:
-            self.spark.sql(f"DESCRIBE DETAIL {self.table_ref(name)}").collect()
-        except Exception as e:  # not a Delta table (yet)
-            if _is_missing_table(e):
-                return False
-            raise
-        return True
+        if not _URI_RE.match(path):  # a local directory: look for the Delta log without asking Spark
+            return os.path.isdir(os.path.join(path, "_delta_log"))
+        return self.version(name) is not None
 
     def version(self, name: str) -> int | None:
         """The table's latest version, or None when it does not exist."""
-        if not self.exists(name):
-            return None
-        row = self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)} LIMIT 1").select("version").first()
+        try:
+            row = self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)} LIMIT 1").select("version").first()
+        except Exception as e:
+            if _is_missing_table(e):
+                return None
+            raise
         return None if row is None else int(row[0])
 
     def history(self, name: str, limit: int | None = None) -> DataFrame:
@@ -314,18 +314,21 @@ class Lake:
         schema = schema or SCHEMAS[name]
         ref = self.table_ref(name)
         if self.is_catalog:
-            try:
+            # No privilege to create schemas: the CREATE TABLE below says what is wrong.
+            with contextlib.suppress(Exception):
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_ref}")
-            except Exception:  # no privilege to create schemas: the CREATE TABLE below says what is wrong
-                pass
         if not self.exists(name):
             props = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in self.properties.items())
             parts = [c for c in PARTITION_COLUMNS if c in schema.fieldNames()]
             partitioned = f" PARTITIONED BY ({', '.join(quote_ident(c) for c in parts)})" if parts else ""
-            self.spark.sql(
-                f"CREATE TABLE IF NOT EXISTS {ref} ({ddl_columns(schema)}) USING DELTA{partitioned} "
-                f"TBLPROPERTIES ({props})"
-            )
+            try:
+                self.spark.sql(
+                    f"CREATE TABLE IF NOT EXISTS {ref} ({ddl_columns(schema)}) USING DELTA{partitioned} "
+                    f"TBLPROPERTIES ({props})"
+                )
+            except Exception:
+                if not self.exists(name):  # lost a creation race with another writer: fine; anything else: raise
+                    raise
             return ref
         have = set(self.read(name).schema.fieldNames())
         missing = [f for f in schema.fields if f.name not in have]

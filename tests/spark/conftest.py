@@ -6,7 +6,6 @@ Tests keep their own data small and write lakes under `tmp_path`.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterator
 

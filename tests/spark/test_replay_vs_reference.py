@@ -99,7 +99,7 @@ layouts = st.builds(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(layout=layouts)
 def test_spark_replay_equals_reference(spark: Any, tmp_path_factory: pytest.TempPathFactory,
                                        layout: dict[str, Any]) -> None:

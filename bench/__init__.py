@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): run them by hand, e.g. `python -m bench.bench_authorize`."""

@@ -1,0 +1,174 @@
+"""Batch as-of authorization at scale: a history of 100,000 ACL lifetimes, 1,000,000 access tuples.
+
+    python -m bench.bench_authorize [--acls 100000] [--requests 1000000] [--master local[*]] [--memory 6g]
+
+Both are generated inside Spark (no Python loop over rows) and written as Parquet under a temporary directory,
+so the authorization reads files as it would read the lake's Delta tables. The decisions are written to Parquet
+too (the measured job includes the write). Printed: generation and authorization wall time, decisions by kind,
+and peak memory: the Python driver's RSS, the JVM's RSS (VmHWM) and its heap pools' peak use.
+
+The shape is meant to be realistic rather than adversarial: 2,000 user principals plus `User:*`, 20,000 topics,
+LITERAL ACLs on topics, PREFIXED ACLs on team prefixes, a few LITERAL `*` ACLs, 10% DENY, 5% host-specific,
+30% of the lifetimes ended, 3% with an uncertain bound, a hole in coverage; requests hit existing topics, names
+under team prefixes, and unknown names, 10% by time instead of offset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import tempfile
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+MAX_OFFSET = 250_000
+T0 = 1_700_000_000_000
+
+
+def _pick(seed: int, values: list[str]) -> Any:
+    arr = F.array(*[F.lit(v) for v in values])
+    return F.element_at(arr, (F.floor(F.rand(seed) * len(values)) + 1).cast("int"))
+
+
+def history(spark: SparkSession, n: int) -> DataFrame:
+    r = F.rand
+    kind = r(1)
+    name = (F.when(kind < 0.70, F.concat(F.lit("topic-"), F.floor(r(2) * 20_000).cast("string")))
+            .when(kind < 0.97, F.concat(F.lit("team-"), F.floor(r(3) * 300).cast("string"), F.lit("-")))
+            .otherwise(F.lit("*")))
+    pattern = F.when((kind >= 0.70) & (kind < 0.97), F.lit("PREFIXED")).otherwise(F.lit("LITERAL"))
+    principal = F.when(r(4) < 0.01, F.lit("User:*")).otherwise(
+        F.concat(F.lit("User:u"), F.floor(r(5) * 2000).cast("string")))
+    host = F.when(r(6) < 0.05, F.concat(F.lit("10.0.0."), F.floor(r(7) * 50).cast("string"))).otherwise(F.lit("*"))
+    op = _pick(8, ["READ", "READ", "WRITE", "WRITE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS",
+                   "ALTER_CONFIGS", "CREATE", "ALL"])
+    perm = F.when(r(9) < 0.10, F.lit("DENY")).otherwise(F.lit("ALLOW"))
+    frm = F.floor(r(10) * MAX_OFFSET).cast("long")
+    ended = r(11) < 0.30
+    to = F.when(ended, frm + 1 + F.floor(r(12) * 50_000).cast("long"))
+    unsure = r(13) < 0.03
+    df = spark.range(n).select(
+        F.lit("bench").alias("cluster_id"), F.concat(F.lit("acl-"), F.col("id").cast("string")).alias("acl_id"),
+        F.lit("TOPIC").alias("resource_type"), name.alias("resource_name"), pattern.alias("pattern_type"),
+        principal.alias("principal"), host.alias("host"), op.alias("operation"), perm.alias("permission_type"),
+        frm.alias("valid_from_offset"), to.alias("valid_to_offset"), unsure.alias("_unsure"))
+    return df.select(
+        "cluster_id", "acl_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+        "permission_type", "valid_from_offset",
+        F.when(F.col("_unsure"), F.greatest(F.lit(0), F.col("valid_from_offset") - 500))
+        .otherwise(F.col("valid_from_offset")).alias("valid_from_min_offset"),
+        (~F.col("_unsure")).alias("valid_from_exact"),
+        (F.lit(T0) + F.col("valid_from_offset") * 10).alias("valid_from_time"), F.lit("RECORD").alias("began_by"),
+        "valid_to_offset", F.col("valid_to_offset").alias("valid_to_min_offset"),
+        F.when(F.col("valid_to_offset").isNotNull(), F.lit(True)).alias("valid_to_exact"),
+        (F.lit(T0) + F.col("valid_to_offset") * 10).alias("valid_to_time"),
+        F.when(F.col("valid_to_offset").isNotNull(), F.lit("RECORD")).alias("ended_by"))
+
+
+def requests(spark: SparkSession, n: int) -> DataFrame:
+    r = F.rand
+    kind = r(21)
+    name = (F.when(kind < 0.6, F.concat(F.lit("topic-"), F.floor(r(22) * 20_000).cast("string")))
+            .when(kind < 0.9, F.concat(F.lit("team-"), F.floor(r(23) * 300).cast("string"), F.lit("-app-"),
+                                       F.floor(r(24) * 100).cast("string")))
+            .otherwise(F.concat(F.lit("other-"), F.floor(r(25) * 1000).cast("string"))))
+    by_time = r(26) < 0.1
+    at = F.floor(r(27) * (MAX_OFFSET + 5_000)).cast("long")
+    return spark.range(n).select(
+        F.col("id").alias("request_id"), F.lit("bench").alias("cluster_id"),
+        F.concat(F.lit("User:u"), F.floor(r(28) * 2000).cast("string")).alias("principal"),
+        F.concat(F.lit("10.0.0."), F.floor(r(29) * 60).cast("string")).alias("host"),
+        _pick(30, ["READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER", "DELETE"]).alias("operation"),
+        F.lit("TOPIC").alias("resource_type"), name.alias("resource_name"),
+        F.when(~by_time, at).alias("offset"), F.when(by_time, F.lit(T0) + at * 10).alias("time"))
+
+
+class FileLake:
+    def __init__(self, spark: SparkSession, root: str) -> None:
+        self.spark, self.root = spark, root
+
+    def read(self, name: str) -> DataFrame:
+        return self.spark.read.parquet(os.path.join(self.root, name))
+
+
+def jvm_memory(spark: SparkSession) -> dict[str, float]:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    hwm = rss = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
+            elif line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    peak_heap = 0
+    for pool in jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
+        if str(pool.getType()) == "Heap memory":
+            peak_heap += int(pool.getPeakUsage().getUsed())
+    return {"jvm_rss_peak_mib": hwm / 1024, "jvm_rss_now_mib": rss / 1024, "jvm_heap_pools_peak_mib": peak_heap / 2**20}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--acls", type=int, default=100_000)
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--master", default=None)
+    ap.add_argument("--memory", default=None)
+    ap.add_argument("--keep", action="store_true", help="keep the generated files")
+    args = ap.parse_args(argv)
+
+    from replay.spark.authorize import authorize
+    from replay.spark.session import get_spark
+
+    spark = get_spark(args.master, memory=args.memory)
+    root = tempfile.mkdtemp(prefix="bench-authorize-")
+    try:
+        t = time.perf_counter()
+        history(spark, args.acls).write.parquet(os.path.join(root, "acl_history"))
+        spark.createDataFrame([("bench", 0, 120_000, "log", None), ("bench", 120_001, 120_400, "missing", None),
+                               ("bench", 120_401, MAX_OFFSET, "log", None)],
+                              "cluster_id string, start_offset long, end_offset long, kind string, source string"
+                              ).write.parquet(os.path.join(root, "log_coverage"))
+        spark.range(0, MAX_OFFSET + 1, 100).select(
+            F.lit("bench").alias("cluster_id"), F.col("id").alias("offset"), (F.lit(T0) + F.col("id") * 10).alias("time")
+        ).write.parquet(os.path.join(root, "offset_times"))
+        requests(spark, args.requests).write.parquet(os.path.join(root, "requests"))
+        gen = time.perf_counter() - t
+
+        lake = FileLake(spark, root)
+        reqs = spark.read.parquet(os.path.join(root, "requests"))
+        t = time.perf_counter()
+        out = authorize(reqs, lake, super_users="User:u0", allow_everyone=False)
+        out.write.parquet(os.path.join(root, "decisions"))
+        took = time.perf_counter() - t
+
+        decided = spark.read.parquet(os.path.join(root, "decisions"))
+        counts = {f"{r['decision']}/{r['reason']}": r["count"] for r in
+                  decided.groupBy("decision", "reason").count().orderBy("decision", "reason").collect()}
+        total = sum(counts.values())
+        mem = jvm_memory(spark)
+        driver_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"ACL lifetimes: {args.acls:,}  access tuples: {args.requests:,}  decided rows: {total:,}")
+        print(f"generate + write inputs: {gen:.1f} s")
+        print(f"authorize + write decisions: {took:.1f} s  ({args.requests / took:,.0f} tuples/s)")
+        for k, v in counts.items():
+            print(f"  {k:40s} {v:>10,}")
+        print(f"peak memory: Python driver RSS {driver_rss:,.0f} MiB, JVM RSS {mem['jvm_rss_peak_mib']:,.0f} MiB, "
+              f"JVM heap pools peak {mem['jvm_heap_pools_peak_mib']:,.0f} MiB "
+              f"(driver memory {spark.conf.get('spark.driver.memory', '?')}, master {spark.conf.get('spark.master')}, "
+              f"{os.cpu_count()} CPUs)")
+    finally:
+        if args.keep:
+            print(f"inputs and decisions kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Audits (a)-(e) on one small hand-made history, their SQL functions, and their outputs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from test_authorize import MemLake, _acl, life  # type: ignore[import-not-found]
+
+pytestmark = pytest.mark.spark
+
+LIVES = [
+    life("a1", _acl("pay", "PREFIXED", "User:bob", "READ", "ALLOW"), 5),
+    life("d1", _acl("payments", "LITERAL", "User:bob", "READ", "DENY"), 10, 20),
+    life("w1", _acl("*", "LITERAL", "User:*", "DESCRIBE", "ALLOW"), 3, 50),
+    life("h1", _acl("payments", "LITERAL", "User:carol", "WRITE", "ALLOW", host="10.0.0.1"), 30, 40, to_min=35),
+    life("all1", _acl("g", "PREFIXED", "User:dave", "ALL", "ALLOW", rtype="GROUP"), 0),
+]
+COVERAGE = [{"cluster_id": "c", "start_offset": 0, "end_offset": 60, "kind": "log", "source": None}]
+TIMES = [{"cluster_id": "c", "offset": o, "time": 100_000 + 1000 * o} for o in range(0, 61, 5)]
+
+
+def _record(offset: int, rtype: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"cluster_id": "c", "snapshot_end_offset": None, "offset": offset, "record_type": rtype,
+            "payload_json": json.dumps({"type": rtype, "version": 0, "data": data})}
+
+
+@pytest.fixture(scope="module")
+def lake(spark: Any) -> MemLake:
+    records = spark.createDataFrame([
+        _record(1, "TOPIC_RECORD", {"name": "payments", "topicId": "T1"}),
+        _record(2, "TOPIC_RECORD", {"name": "orphan", "topicId": "T2"}),
+        _record(3, "TOPIC_RECORD", {"name": "gone", "topicId": "T3"}),
+        _record(8, "REMOVE_TOPIC_RECORD", {"topicId": "T3"}),
+    ], "cluster_id string, snapshot_end_offset long, offset long, record_type string, payload_json string")
+    return MemLake(spark, [x.row() for x in LIVES], COVERAGE, TIMES, {"metadata_records": records})
+
+
+def _pick(rows: list[dict[str, Any]], *cols: str) -> set[tuple[Any, ...]]:
+    return {tuple(tuple(r[c]) if isinstance(r[c], list) else r[c] for c in cols) for r in rows}
+
+
+def test_who_can(spark: Any, lake: MemLake) -> None:
+    from replay.spark.audits import audit_who_can, render_audit
+
+    at12 = audit_who_can(spark, lake, "c", "READ", "TOPIC", "payments", offset=12)
+    assert _pick(at12, "who", "from_host", "decision", "reason", "deciding_acl_ids") == {
+        ("User:bob", "any host", "DENIED", "matching_deny", ("d1",))}
+    at25 = audit_who_can(spark, lake, "c", "DESCRIBE", "TOPIC", "payments", time=125_000, super_users="User:root")
+    assert _pick(at25, "who", "decision", "reason", "deciding_acl_ids") == {
+        ("everyone", "ALLOWED", "matching_allow", ("w1",)),
+        ("User:bob", "ALLOWED", "matching_allow", ("a1", "w1")),
+        ("User:root", "ALLOWED", "super_user", ()),
+    }
+    assert {r["as_of_offset"] for r in at25} == {25}
+    assert any(v.startswith("TOPIC:PREFIXED:pay User:bob ALLOW READ from *") for r in at25 for v in r["via"])
+    write = audit_who_can(spark, lake, "c", "WRITE", "TOPIC", "payments", offset=37)
+    assert _pick(write, "who", "host", "decision", "certain") == {("User:carol", "10.0.0.1", "UNKNOWN", False)}
+    lines = render_audit(at12, "who_can")
+    assert lines[0].split()[:3] == ["who", "from_host", "decision"] and "User:bob" in lines[2]
+
+
+def test_what_can(spark: Any, lake: MemLake) -> None:
+    from replay.spark.audits import audit_what_can
+
+    rows = audit_what_can(spark, lake, "c", "User:bob", offset=25)
+    got = _pick(rows, "resource_type", "pattern_type", "resource_name", "operation", "decision")
+    assert ("TOPIC", "PREFIXED", "pay", "READ", "ALLOWED") in got
+    assert ("TOPIC", "PREFIXED", "pay", "DESCRIBE", "ALLOWED") in got  # READ implies DESCRIBE
+    assert ("TOPIC", "LITERAL", "*", "DESCRIBE", "ALLOWED") in got  # everyone's DESCRIBE
+    assert not any(r[4] == "DENIED" for r in got)  # nothing denied explicitly at 25
+    dave = audit_what_can(spark, lake, "c", "User:dave", offset=55)
+    assert {r["operation"] for r in dave if r["resource_type"] == "GROUP"} == {
+        "READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
+
+
+def test_changes(spark: Any, lake: MemLake) -> None:
+    from replay.spark.audits import audit_changes
+
+    ch = audit_changes(spark, lake, "c", start=4, end=12)
+    assert _pick(ch["acls"], "acl_id", "change", "certain") == {("a1", "added", True), ("d1", "added", True)}
+    access = _pick(ch["access"], "who", "operation", "resource_name", "change")
+    assert ("User:bob", "READ", "pay", "gained") in access
+    assert ("User:bob", "DESCRIBE", "pay", "gained") not in access  # everyone could DESCRIBE already (w1)
+    assert not any(a[2] == "payments" and a[0] == "User:bob" and a[1] == "READ" for a in access)  # denied before too
+    later = audit_changes(spark, lake, "c", start=32, end=38)
+    assert _pick(later["acls"], "acl_id", "change", "certain") == {("h1", "maybe_removed", False)}
+
+
+def test_timeline(spark: Any, lake: MemLake) -> None:
+    from replay.spark.audits import audit_timeline
+
+    rows = audit_timeline(spark, lake, "c", principal="User:bob", operation="READ")
+    pay = sorted((r for r in rows if r["resource_name"] == "payments" and r["host"] == "*"),
+                 key=lambda r: r["from_offset"])
+    assert [(r["from_offset"], r["to_offset"], r["decision"], r["certain"]) for r in pay] == [
+        (0, 5, "DENIED", True), (5, 10, "ALLOWED", True), (10, 20, "DENIED", True), (20, 61, "ALLOWED", True),
+        (61, None, "UNKNOWN", False)]
+    assert pay[1]["from_time"] == 105_000 and pay[1]["to_time"] == 110_000
+    res = audit_timeline(spark, lake, "c", resource_type="TOPIC", resource_name="payments", operation="WRITE")
+    carol = sorted((r for r in res if r["principal"] == "User:carol" and r["host"] == "10.0.0.1"),
+                   key=lambda r: r["from_offset"])
+    assert [(r["from_offset"], r["decision"], r["certain"]) for r in carol][1:4] == [
+        (30, "ALLOWED", True), (35, "UNKNOWN", False), (40, "DENIED", True)]
+
+
+def test_risky_grants_and_sql(spark: Any, lake: MemLake) -> None:
+    from replay.kafka import outputs
+    from replay.spark.audits import audit_risky_grants, register_audit_functions
+
+    over = audit_risky_grants(spark, lake, "c")
+    assert _pick(over, "risk", "acl_id") == {("everyone_allow", "w1"), ("wildcard_resource", "w1"),
+                                             ("all_operations", "all1")}
+    at55 = audit_risky_grants(spark, lake, "c", offset=55)
+    assert _pick(at55, "risk", "resource_name", "certain") == {
+        ("all_operations", "g", True), ("default_exposed", "orphan", True)}  # payments is covered by `pay`, gone gone
+    names = register_audit_functions(spark, lake)
+    assert names == ["acl_risky_grants", "acl_diff"]
+    sql = spark.sql("SELECT risk, acl_id, certain FROM acl_risky_grants('c', 20)").collect()
+    assert {(r.risk, r.acl_id, r.certain) for r in sql} == {
+        ("everyone_allow", "w1", True), ("wildcard_resource", "w1", True), ("all_operations", "all1", True)}
+    diff = spark.sql("SELECT change, acl_id, certain FROM acl_diff('c', 4, 12)").collect()
+    assert {(r.change, r.acl_id, r.certain) for r in diff} == {("added", "a1", True), ("added", "d1", True)}
+    import io
+
+    buf = io.BytesIO()
+    outputs.write_avro(over, buf, "risky_grants")
+    buf.seek(0)
+    back = outputs.read_avro(buf)
+    assert {r["acl_ids"][0] for r in back} == {"w1", "all1"} and back[0]["audit"] == "risky_grants"
+    assert all("risk" in r["attributes"] for r in back)
