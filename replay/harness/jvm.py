@@ -25,6 +25,11 @@ class JavaError(RuntimeError):
     pass
 
 
+def tool(name: str) -> str:
+    """`java` or `javac` from $JAVA_HOME, else from PATH."""
+    return _tool(name)
+
+
 def _tool(name: str) -> str:
     home = os.environ.get("JAVA_HOME")
     if home and Path(home, "bin", name).exists():

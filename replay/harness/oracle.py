@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
+from replay.harness import jvm
 from replay.kafka.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from replay.maven import KAFKA_VERSION, cache_root, kafka_jars
 
@@ -37,13 +38,10 @@ class OracleError(RuntimeError):
 
 
 def _tool(name: str) -> str:
-    home = os.environ.get("JAVA_HOME")
-    if home and Path(home, "bin", name).exists():
-        return str(Path(home, "bin", name))
-    found = shutil.which(name)
-    if found is None:
-        raise OracleError(f"`{name}` is not on PATH (Java 17+ is needed)")
-    return found
+    try:
+        return jvm.tool(name)
+    except jvm.JavaError as err:
+        raise OracleError(str(err)) from err
 
 
 def kafka_classpath() -> str:

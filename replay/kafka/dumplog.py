@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from . import batch as batch_reader
-from . import kafkajson, message, schemas
+from . import kafkajson, message, schemas, writer
 from .model import CODEC_NAMES, CONTROL_TYPES, Batch, BatchHeader, Problem, ProblemKind, Record
 
 VARIANTS = ("4.0", "4.1", "4.3")
@@ -354,23 +354,11 @@ def _decode_as_kafka_would(rec: Record) -> str | None:
         schema = schemas.metadata_schema(api_key)
         if frame != 1 or schema is None or api_key not in KAFKA_43_API_KEYS or version < schema.max_version:
             return None
-        reframed = bytes([1]) + _uvarint(api_key) + _uvarint(schema.max_version) + rec.value[pos:]
+        reframed = bytes([1]) + writer.uvarint(api_key) + writer.uvarint(schema.max_version) + rec.value[pos:]
         decoded = message.decode_metadata_value(reframed)
         return kafkajson.payload_json(decoded.type_name, version, decoded.data)
     except Exception:
         return None
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-# ---- Kafka's error texts for undecodable values -------------------------------------------------------------
 
 
 def _read_uvarint_java(value: bytes, pos: int) -> tuple[int, int] | None:
