@@ -353,9 +353,9 @@ def decide_keys(keys: DataFrame, tables: LakeTables, settings: AuthorizerSetting
     Public for the audits, which build keys directly (host `*` = "a host that no ACL names").
     """
     hist = _history(tables.history)
-    keys = keys.select(*_KEY).distinct().persist()
+    keys = keys.select(*_KEY).distinct()
     resources = keys.select(*_RES_KEY).distinct()
-    probes = _probes(resources, hist).persist()
+    probes = _probes(resources, hist)
     counts = _candidate_counts(probes, hist)
     matches = _matches(keys, probes, hist)
     cov = _coverage(keys.select("cluster_id", "_at").distinct(), tables.coverage)
@@ -501,8 +501,7 @@ def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] |
     wildcard = (F.col("_p") == WILDCARD_PRINCIPAL) & ~F.col("_p").isin(*sorted(settings.super_users or {""}))
     req = req.withColumn("_err", F.coalesce(F.col("_err"), F.when(wildcard, F.lit(
         "Kafka throws IllegalArgumentException for a requesting principal named User:* (duplicate element)"))))
-    # computed once and read by every branch below (the plan would otherwise repeat it per branch)
-    req = req.withColumn("_at", F.col("as_of_offset")).persist()
+    req = req.withColumn("_at", F.col("as_of_offset"))
     valid = req.where(F.col("_err").isNull())
     named = valid.where(F.col("_name").isNotNull())
     parts = [_join_back(named, decide_keys(named, tables, settings), _KEY, original)]

@@ -14,7 +14,11 @@ How it works:
    directories whose names start with `_` or `.` stay invisible; name them explicitly.
 2. **Decode on the executors** with `mapInArrow`: each task opens its files itself and streams them batch by batch
    through `replay.kafka.batch.read_batches` (or `replay.kafka.dumplog` for dump-log text), yielding Arrow record
-   batches of at most a few thousand rows. How a task opens a file:
+   batches of at most a few thousand rows. Local segment and snapshot files above `split_bytes` (64 MiB) are
+   decoded in pieces by parallel tasks: a piece owns the batches that *start* in its byte range, found by walking
+   the 12-byte batch headers from the start of the file, and the piece holding a break in that chain (a corrupt
+   length, a truncated tail) reads on to the end of the file, so pieces give exactly the rows and problems the whole
+   file gives. How a task opens a file:
    * local paths and `file:` URIs, `dbfs:/x` (through the `/dbfs/x` mount) and `dbfs:/Volumes/...` (through
      `/Volumes/...`) when those mounts exist: opened directly, streamed;
    * other URIs: through `fsspec` when it is installed and knows the scheme, else `pyarrow.fs` when it can open

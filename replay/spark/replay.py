@@ -459,7 +459,7 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
 
 def _replace_clusters(lake: Any, name: str, df: DataFrame, clusters: list[str], user_metadata: str) -> None:
     """Replace the rows of `clusters` in table `name` by `df` in one Delta commit (other clusters untouched)."""
-    lake.ensure(name, REPLAY_SCHEMAS[name])
+    lake.ensure(name)
     quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in clusters)
     writer = (df.write.format("delta").mode("overwrite").option("replaceWhere", f"cluster_id IN ({quoted})")
               .option("userMetadata", user_metadata))

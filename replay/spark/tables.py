@@ -38,6 +38,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from replay.spark import replay as replay_tables
+
 DEFAULT_LAKE = "./lakehouse"
 
 METADATA_RECORDS = "metadata_records"
@@ -46,6 +48,7 @@ ACL_EVENTS = "acl_events"
 ACL_HISTORY = "acl_history"
 LOG_COVERAGE = "log_coverage"
 ANOMALIES = "anomalies"
+OFFSET_TIMES = "offset_times"
 
 PARTITION_COLUMNS = ("cluster_id",)
 
@@ -126,60 +129,12 @@ QUARANTINE_SCHEMA = StructType([
 
 # ---- the replay's tables (DESIGN.md §4). Written by replay.spark.replay; the schemas here are the starting point.
 
-ACL_EVENTS_SCHEMA = StructType([
-    _CLUSTER,
-    _f("offset", LongType(), "where the change became visible (after transactions; E-1 for a snapshot load)"),
-    _f("offset_min", LongType(), "uncertain changes happened in [offset_min, offset]; == offset when exact"),
-    _f("exact", BooleanType(), "whether the offset is exact"),
-    _f("seq", IntegerType(), "order of events at one offset"),
-    _f("time", LongType(), "append time of the visible offset, epoch ms"),
-    _f("ts", TimestampType(), "time as a timestamp"),
-    _f("acl_id", StringType(), "the ACL's id"),
-    _f("change", StringType(), "CREATE or REMOVE"),
-    _f("cause", StringType(), "RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD"),
-    _f("record_offset", LongType(), "where the record physically is (null for snapshot loads)"),
-    *_ACL_FIELDS,
-    _f("replay_id", StringType(), "the replay run that wrote this row"),
-])
-
-ACL_HISTORY_SCHEMA = StructType([
-    _CLUSTER,
-    _f("acl_id", StringType(), "the ACL's id"),
-    *_ACL_FIELDS,
-    _f("valid_from_offset", LongType(), "certainly live from this offset on"),
-    _f("valid_from_min_offset", LongType(), "may have been live from here (== valid_from_offset when exact)"),
-    _f("valid_from_exact", BooleanType(), "whether the start is exact"),
-    _f("valid_from_time", LongType(), "append time at valid_from_offset, epoch ms"),
-    _f("valid_from_ts", TimestampType(), "valid_from_time as a timestamp"),
-    _f("began_by", StringType(), "RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD"),
-    _f("valid_to_offset", LongType(), "certainly gone from here (exclusive end); null: live at the end of history"),
-    _f("valid_to_min_offset", LongType(), "may be gone from here (== valid_to_offset when exact)"),
-    _f("valid_to_exact", BooleanType(), "whether the end is exact"),
-    _f("valid_to_time", LongType(), "append time at valid_to_offset, epoch ms"),
-    _f("valid_to_ts", TimestampType(), "valid_to_time as a timestamp"),
-    _f("ended_by", StringType(), "RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD; null while live"),
-    _f("replay_id", StringType(), "the replay run that wrote this row"),
-])
-
-LOG_COVERAGE_SCHEMA = StructType([
-    _CLUSTER,
-    _f("start_offset", LongType(), "first offset of the range"),
-    _f("end_offset", LongType(), "last offset of the range (inclusive)"),
-    _f("kind", StringType(), "log (known record by record), snapshot (known only through a snapshot) or missing"),
-    _f("source", StringType(), "where the range is known from"),
-    _f("replay_id", StringType(), "the replay run that wrote this row"),
-])
-
-ANOMALIES_SCHEMA = StructType([
-    _CLUSTER,
-    _f("kind", StringType(), "snapshot_mismatch, duplicate_id, unknown_remove, divergence, pending_transaction, ..."),
-    _f("message", StringType(), "the finding in words"),
-    _f("source_file", StringType(), "file concerned, when there is one"),
-    _f("file_position", LongType(), "byte position in that file, when known"),
-    _f("offset", LongType(), "log offset concerned, when known"),
-    _f("acl_id", StringType(), "ACL concerned, when there is one"),
-    _f("replay_id", StringType(), "the replay run that wrote this row"),
-])
+# The replay's tables are defined next to the code that fills them.
+ACL_EVENTS_SCHEMA = replay_tables.EVENTS_SCHEMA
+ACL_HISTORY_SCHEMA = replay_tables.HISTORY_SCHEMA
+LOG_COVERAGE_SCHEMA = replay_tables.COVERAGE_SCHEMA
+ANOMALIES_SCHEMA = replay_tables.ANOMALIES_SCHEMA
+OFFSET_TIMES_SCHEMA = replay_tables.OFFSET_TIMES_SCHEMA
 
 SCHEMAS: dict[str, StructType] = {
     METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
@@ -188,6 +143,7 @@ SCHEMAS: dict[str, StructType] = {
     ACL_HISTORY: ACL_HISTORY_SCHEMA,
     LOG_COVERAGE: LOG_COVERAGE_SCHEMA,
     ANOMALIES: ANOMALIES_SCHEMA,
+    OFFSET_TIMES: OFFSET_TIMES_SCHEMA,
 }
 
 _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
