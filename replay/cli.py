@@ -232,6 +232,93 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _authorizer_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--super-users", default="", help="the broker's super.users, e.g. 'User:admin;User:ops'")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="the broker ran with allow.everyone.if.no.acl.found=true")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--as-of-offset", type=int, metavar="N")
+    when.add_argument("--as-of-time", type=parse_time, metavar="T")
+
+
+_RESOURCE_FLAGS = {"topic": "TOPIC", "group": "GROUP", "cluster_resource": "CLUSTER", "transactional_id": "TRANSACTIONAL_ID",
+                   "delegation_token": "DELEGATION_TOKEN", "user": "USER"}
+
+
+def _resource(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    for flag, rtype in _RESOURCE_FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is not None:
+            return rtype, ("kafka-cluster" if rtype == "CLUSTER" else value)
+    return getattr(args, "resource_type", None), None
+
+
+def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
+    from replay.spark import authorize
+
+    lake = _lake(args)
+    if args.requests:
+        if not args.out:
+            print("kraft-replay authorize: --requests needs --out (where to write the decisions)", file=sys.stderr)
+            return EXIT_USAGE
+        counts = authorize.authorize_file(lake.spark, lake, args.cluster, args.requests, args.out, args.out_format,
+                                          super_users=args.super_users,
+                                          allow_everyone=args.allow_everyone_if_no_acl_found)
+        out.write(json.dumps(counts) + "\n")
+        return EXIT_OK
+    rtype, name = _resource(args)
+    if not (args.principal and args.operation and rtype):
+        print("kraft-replay authorize: give --principal, --operation and a resource (--topic NAME, --group NAME, "
+              "--cluster-resource, ... or --resource-type TYPE for authorizeByResourceType), or --requests FILE",
+              file=sys.stderr)
+        return EXIT_USAGE
+    result = authorize.authorize_one(lake.spark, lake, args.cluster, args.principal, args.host, args.operation,
+                                     rtype, name, offset=args.as_of_offset, time=args.as_of_time,
+                                     super_users=args.super_users,
+                                     allow_everyone=args.allow_everyone_if_no_acl_found)
+    _print_lines(authorize.render_decision(result, args.format), out)
+    return EXIT_OK
+
+
+def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    from replay.kafka import outputs
+    from replay.spark import audits
+
+    lake = _lake(args)
+    spark, cluster = lake.spark, args.cluster
+    common = {"super_users": args.super_users, "allow_everyone": args.allow_everyone_if_no_acl_found}
+    when = {"offset": args.as_of_offset, "time": args.as_of_time}
+    results: dict[str, list[dict[str, Any]]]
+    if args.audit == "who-can":
+        rtype, name = _resource(args)
+        if not (rtype and name and args.operation):
+            print("kraft-replay audit who-can: give --operation and a resource (--topic NAME, ...)", file=sys.stderr)
+            return EXIT_USAGE
+        results = {"who_can": audits.audit_who_can(spark, lake, cluster, args.operation, rtype, name, **when,
+                                                    **common)}
+    elif args.audit == "what-can":
+        results = {"what_can": audits.audit_what_can(spark, lake, cluster, args.principal, **when, **common)}
+    elif args.audit == "changes":
+        both = audits.audit_changes(spark, lake, cluster, args.from_offset, args.to_offset, args.from_time,
+                                    args.to_time, **common)
+        results = {"acl_changes": both["acls"], "access_changes": both["access"]}
+    elif args.audit == "timeline":
+        rtype, name = _resource(args)
+        results = {"timeline": audits.audit_timeline(spark, lake, cluster, args.principal, rtype, name,
+                                                     args.operation, **common)}
+    else:
+        results = {"risky_grants": audits.audit_risky_grants(spark, lake, cluster, **when)}
+    for audit, rows in results.items():
+        if args.avro:
+            n = outputs.write_avro(rows, f"{args.avro}.{audit}.avro" if len(results) > 1 else args.avro, audit)
+            print(f"wrote {n} {audit} row(s) as Avro", file=sys.stderr)
+            continue
+        if args.format == "table":
+            out.write(f"== {audit.replace('_', ' ')}: {len(rows)} row(s)\n")
+        _print_lines(audits.render_audit(rows, audit, args.format), out)
+    return EXIT_OK
+
+
 def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--lake", help="lake directory (default ./lakehouse)")
@@ -300,6 +387,44 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p, cluster_required=False)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_sql)
+
+    def resource_flags(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--topic")
+        p.add_argument("--group")
+        p.add_argument("--transactional-id", dest="transactional_id")
+        p.add_argument("--delegation-token", dest="delegation_token")
+        p.add_argument("--user", help="a USER resource (delegation tokens), e.g. User:owner")
+        p.add_argument("--cluster-resource", dest="cluster_resource", action="store_const", const="kafka-cluster",
+                       help="the CLUSTER resource (kafka-cluster)")
+
+    p = sub.add_parser("authorize", help="was it allowed then, and through which ACL? (one question or a file)")
+    _lake_options(p, cluster_required=False)
+    _authorizer_options(p)
+    p.add_argument("--principal", help="e.g. User:alice")
+    p.add_argument("--host", default="*", help="the client address (as Kafka saw it), e.g. 10.0.0.1 or ::1")
+    p.add_argument("--operation", help="READ, WRITE, DESCRIBE, ...")
+    resource_flags(p)
+    p.add_argument("--resource-type", help="with no resource name: authorizeByResourceType (KIP-679)")
+    p.add_argument("--requests", metavar="FILE", help="access tuples: CSV, JSON lines, Parquet or Avro")
+    p.add_argument("--out", help="with --requests: where to write the decisions")
+    p.add_argument("--out-format", default="delta", choices=["delta", "parquet", "csv", "json"])
+    p.add_argument("--format", choices=["text", "json", "table"], default="text")
+    p.set_defaults(func=cmd_authorize)
+
+    p = sub.add_parser("audit", help="point-in-time audits: who-can, what-can, changes, timeline, risky")
+    p.add_argument("audit", choices=["who-can", "what-can", "changes", "timeline", "risky"])
+    _lake_options(p)
+    _authorizer_options(p)
+    p.add_argument("--principal")
+    p.add_argument("--operation")
+    resource_flags(p)
+    p.add_argument("--from-offset", type=int)
+    p.add_argument("--to-offset", type=int)
+    p.add_argument("--from-time", type=parse_time)
+    p.add_argument("--to-time", type=parse_time)
+    p.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
+    p.add_argument("--avro", metavar="PATH", help="write Avro (schema replay/kafka/audit.avsc) instead")
+    p.set_defaults(func=cmd_audit)
 
     from replay import demo
 
