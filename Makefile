@@ -26,7 +26,8 @@ lint: $(STAMP)
 	mypy
 
 bench: $(STAMP)
-	$(PYTHON) -m bench.run
+	$(PYTHON) -m bench.bench_ingest
+	$(PYTHON) -m bench.bench_authorize
 
 clean:
 	rm -rf $(STAMP) lakehouse demo-output spark-warehouse
