@@ -16,6 +16,7 @@ When no sample dumps can be found (an installed wheel without the repository), i
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -349,7 +350,7 @@ def what_changed_lines(spark: Any, lake: Any, cluster: str, start: int, end: int
                           allow_everyone=allow_everyone)
     lines: list[str] = []
     for key, audit, title in (("acls", "acl_changes", "ACLs"), ("access", "access_changes", "Access")):
-        rows = found[key]
+        rows = sorted(found[key], key=lambda r: json.dumps(r, sort_keys=True, default=str))  # same order each run
         counts: dict[str, int] = {}
         for r in rows:
             counts[str(r["change"])] = counts.get(str(r["change"]), 0) + 1
