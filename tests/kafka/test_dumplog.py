@@ -181,7 +181,7 @@ def _classpath() -> str | None:
 def run_kafka(paths: list[str], skip: bool) -> tuple[list[str], list[str]]:
     cp = _classpath()
     if cp is None:
-        pytest.skip("java or the Kafka 4.3.1 jars are not available")
+        pytest.fail("java or the Kafka 4.3.1 jars are missing: run `make setup` (python -m replay.maven) first")
     args = ["java", "-cp", cp, "org.apache.kafka.tools.DumpLogSegments", "--cluster-metadata-decoder",
             "--files", ",".join(paths)]
     if skip:
