@@ -122,18 +122,23 @@ def _acl_text(prefix: str = "") -> Column:
 
 
 def _describe_ids(results: DataFrame, hist: DataFrame, ids_col: str, out_col: str) -> DataFrame:
-    """Add `out_col`: the ACLs behind `ids_col` spelled out (kafka-acls-like one-liners), same order as the ids."""
-    texts = hist.select(F.col("cluster_id").alias("_hc"), F.col("acl_id").alias("_hid"), _acl_text().alias("_txt"))
-    rid = "_rid"
-    numbered = results.withColumn(rid, F.monotonically_increasing_id())
-    exploded = numbered.select(rid, "cluster_id", F.posexplode(ids_col).alias("_pos", "_id"))
-    named = (exploded.join(texts.distinct(), (F.col("cluster_id") == F.col("_hc")) & (F.col("_id") == F.col("_hid")),
-                           "left")
-             .groupBy(rid).agg(F.array_sort(F.collect_list(F.struct("_pos", F.coalesce("_txt", "_id").alias("t"))))
-                               .alias("_l")))
-    return (numbered.join(named, rid, "left")
-            .withColumn(out_col, F.coalesce(F.transform("_l", lambda s: s["t"]), F.array().cast("array<string>")))
-            .drop(rid, "_l"))
+    """Add `out_col`: the ACLs behind `ids_col` spelled out (kafka-acls-like one-liners), same order as the ids.
+
+    Joined back on (cluster, the id array) itself, so the text always belongs to its own row (a generated row id
+    would not survive the plan being evaluated twice).
+    """
+    texts = (hist.select(F.col("cluster_id").alias("_hc"), F.col("acl_id").alias("_hid"), _acl_text().alias("_txt"))
+             .distinct())
+    keys = results.select(F.col("cluster_id").alias("_kc"), F.col(ids_col).alias("_ids")).distinct()
+    exploded = keys.select("_kc", "_ids", F.posexplode("_ids").alias("_pos", "_id"))
+    named = (exploded.join(texts, (F.col("_kc") == F.col("_hc")) & (F.col("_id") == F.col("_hid")), "left")
+             .groupBy("_kc", "_ids")
+             .agg(F.array_sort(F.collect_list(F.struct("_pos", F.coalesce("_txt", "_id").alias("t")))).alias("_l")))
+    joined = results.join(named, (results["cluster_id"] == named["_kc"]) & (results[ids_col] == named["_ids"]),
+                          "left")
+    return (joined.withColumn(out_col, F.coalesce(F.transform("_l", lambda s: s["t"]),
+                                                  F.array().cast("array<string>")))
+            .drop("_kc", "_ids", "_l"))
 
 
 def _only_distinct_hosts(df: DataFrame, group: list[str]) -> DataFrame:
