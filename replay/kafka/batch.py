@@ -8,19 +8,28 @@ Framing follows Kafka's `FileLogInputStream`:
 
 * fewer than 17 bytes left, or a batch whose declared length runs past the end of the file: a partial tail,
   `truncated_tail` ("Found N invalid bytes at the end of ..."), and the scan stops;
-* `batchLength < 14`: the length cannot be trusted, so nothing after it can be framed: `batch_too_short`, the
-  rest of the file kept raw (up to `MAX_RAW_BYTES`) and the scan stops;
-* magic ≠ 2: `bad_magic`; the batch is skipped by its length when that length lands inside the file (kept raw),
-  otherwise the rest of the file is undecodable and the scan stops;
-* the very first batch of a file not being a v2 batch at all (text, random bytes, an old-format log, a
-  kafka-dump-log text): `not_a_metadata_log`, and the scan stops.
+* `batchLength < 14` (or above `max_batch_size`): the length cannot be trusted: `batch_too_short`;
+* magic ≠ 2: `bad_magic`; the batch is skipped by its length when that length lands inside the file (kept raw);
+* a first batch that cannot be framed (a bad length, or a bad magic byte or implausible header with no matching
+  CRC): `batch_too_short`, `bad_magic` or `bad_crc`, unless nothing in the file frames as a batch (below):
+  then the file is `not_a_metadata_log` (text, random bytes, an old-format log, a kafka-dump-log text).
+
+Where the length cannot be followed (the last three, and a bad magic byte whose length runs past the end), the next
+`RESYNC_WINDOW` bytes are searched for a position where a v2 batch with a matching CRC starts: the bytes before it
+are the problem (kept raw, up to `MAX_RAW_BYTES`) and decoding goes on from there. When there is none, the rest of
+the file is the problem and the scan stops. Memory stays bounded: the window plus one batch.
 
 Inside a batch (`decode_batch`): a CRC-32C mismatch is `bad_crc` but the records are still decoded (the header
 says `crc_ok=False`); an unknown codec or a failed decompression yields the batch with no records; records are
 read per spec §3 with `record_overrun`, `trailing_bytes`, `record_count_mismatch` and `bad_record` for what does
 not fit. Record values are decoded with `message` (metadata frames for data batches, control bodies for control
 batches); a value that does not decode keeps its raw bytes, gets `Record.error`, and adds a problem of the
-error's kind. Nothing is fatal unless `strict=True`, which raises `DecodeError` at the first problem.
+error's kind. A value that decodes but holds tagged fields its schema does not know adds the notice
+`unknown_tagged_field` (the record stays decoded, the tags are kept raw). Snapshots (`snapshot=True`, by default
+for `*.checkpoint` files in `read_file`) also get `snapshot_no_header` / `snapshot_no_footer` (`SnapshotStructure`).
+Problems without a readable offset of their own carry the offset the bytes should hold (from the file's name at
+its start, else the offset after the previous batch). Nothing is fatal unless `strict=True`, which raises
+`DecodeError` at the first problem.
 """
 
 from __future__ import annotations
@@ -28,13 +37,20 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
-from collections.abc import Iterator
-from typing import BinaryIO, NamedTuple
+from collections.abc import Generator, Iterable, Iterator
+from typing import BinaryIO, NamedTuple, Protocol
 
 from . import codecs
 from .crc import crc32c
-from .message import MessageError, decode_control_value, decode_metadata_value, peek_frame
-from .model import Batch, BatchHeader, Problem, ProblemKind, Record
+from .files import first_offset_from_name
+from .message import (
+    MessageError,
+    decode_control_value,
+    decode_metadata_value,
+    peek_frame,
+    unknown_tags_by_path,
+)
+from .model import CODEC_NAMES, Batch, BatchHeader, Problem, ProblemKind, Record
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -47,6 +63,8 @@ CURRENT_MAGIC = 2
 DEFAULT_MAX_BATCH_SIZE = 64 * 1024 * 1024
 # How many raw bytes a problem keeps when the rest of a file is undecodable.
 MAX_RAW_BYTES = 1024 * 1024
+# How far into a file whose first batch cannot be framed to look for a valid batch (the largest KRaft batch).
+RESYNC_WINDOW = 8 * 1024 * 1024
 _CHUNK = 1024 * 1024
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -73,7 +91,30 @@ class Frame(NamedTuple):
 # ---- reading helpers -----------------------------------------------------------------------------------------
 
 
-def _read(stream: BinaryIO, n: int) -> bytes:
+class _Readable(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+
+class _Pushback:
+    """A stream with bytes already read from it put back in front."""
+
+    __slots__ = ("_head", "_stream")
+
+    def __init__(self, head: bytes, stream: _Readable) -> None:
+        self._head = head
+        self._stream = stream
+
+    def read(self, n: int = -1, /) -> bytes:
+        if not self._head:
+            return self._stream.read(n)
+        if n < 0:
+            data, self._head = self._head + self._stream.read(), b""
+        else:
+            data, self._head = self._head[:n], self._head[n:]
+        return data
+
+
+def _read(stream: _Readable, n: int) -> bytes:
     """Up to `n` bytes; fewer only at the end of the stream. Reads in bounded chunks."""
     if n <= 0:
         return b""
@@ -91,7 +132,7 @@ def _read(stream: BinaryIO, n: int) -> bytes:
     return b"".join(parts)
 
 
-def _drain(stream: BinaryIO, keep: int) -> tuple[bytes, int]:
+def _drain(stream: _Readable, keep: int) -> tuple[bytes, int]:
     """Read to the end of the stream, keeping the first `keep` bytes; returns them and the count read."""
     kept = _read(stream, keep)
     count = len(kept)
@@ -108,7 +149,7 @@ def _looks_like_text(data: bytes) -> bool:
     return bool(data) and all(b in b"\t\n\r" or 32 <= b < 127 for b in data)
 
 
-def _crc_matches(data: bytes) -> bool:
+def _crc_matches(data: bytes | memoryview) -> bool:
     return len(data) >= RECORD_BATCH_OVERHEAD and struct.unpack_from(">I", data, 17)[0] == crc32c(
         memoryview(data)[CRC_START:]
     )
@@ -128,96 +169,232 @@ def iter_batch_frames(
     Cheap (no CRC, no records): for splitting work, e.g. handing frames to Spark executors. `start_position` is
     the file position of the stream's current point (for reading from the middle of a file).
     """
-    pos = start_position
-    first = start_position == 0
-    while True:
-        head = _read(stream, HEADER_SIZE_UP_TO_MAGIC)
-        if not head:
-            return
-        offset = _OFFSET.unpack_from(head)[0] if len(head) >= 8 else None
-        if first and head.startswith(b"Dumping "):
-            yield Problem(
-                ProblemKind.NOT_A_METADATA_LOG,
-                "this is kafka-dump-log text output, not a binary metadata log; read it as dump-log text",
-                source, pos, None, head + _read(stream, MAX_RAW_BYTES - len(head)),
-            )
-            return
-        if len(head) < HEADER_SIZE_UP_TO_MAGIC:
-            kind = ProblemKind.NOT_A_METADATA_LOG if first and _looks_like_text(head) else ProblemKind.TRUNCATED_TAIL
-            yield Problem(kind, f"Found {len(head)} invalid bytes at the end of {source or 'the input'} "
-                          f"(fewer than the {HEADER_SIZE_UP_TO_MAGIC} bytes of a batch header)",
-                          source, pos, offset, head)
-            return
-        base_offset, batch_length = _PREFIX.unpack_from(head)
-        magic = head[16]
-        size = batch_length + LOG_OVERHEAD
+    return _Framer(stream, source, start_position, max_batch_size).frames()
 
-        if first:
-            # Nothing valid seen yet: unless this looks like a real v2 batch, the file is something else.
-            data = b""
-            plausible = (base_offset >= 0 and batch_length >= RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
-                         and size <= max_batch_size and not _looks_like_text(head))
-            if plausible and magic != CURRENT_MAGIC:
-                # The magic byte is not covered by the CRC: a batch whose CRC matches only has a bad magic byte.
-                data = head + _read(stream, size - HEADER_SIZE_UP_TO_MAGIC)
-                plausible = len(data) == size and _crc_matches(data)
-            if not plausible:
-                raw = data or head + _read(stream, MAX_RAW_BYTES - len(head))
-                yield Problem(
-                    ProblemKind.NOT_A_METADATA_LOG,
-                    f"not a KRaft metadata log: the first bytes are not a v2 record batch "
-                    f"(base offset {base_offset}, length {batch_length}, magic {magic})",
-                    source, pos, None, raw[:MAX_RAW_BYTES],
-                )
+
+class _Framer:
+    """One scan of a file: what it reads from, where it is, and the offset the next bytes should hold (from the
+    file's name at its start, then after each batch)."""
+
+    def __init__(self, stream: _Readable, source: str, start_position: int, max_batch_size: int) -> None:
+        self.reader = stream
+        self.source = source
+        self.pos = start_position
+        self.max_batch_size = max_batch_size
+        self.next_offset = first_offset_from_name(source) if start_position == 0 else None
+
+    def frames(self) -> Iterator[Frame | Problem]:
+        first = self.pos == 0
+        go_on = True
+        while go_on:
+            head = _read(self.reader, HEADER_SIZE_UP_TO_MAGIC)
+            if not head:
                 return
-            if data:
-                yield Problem(ProblemKind.BAD_MAGIC,
-                              f"magic {magic} (expected {CURRENT_MAGIC}) but the CRC matches; skipped {size} bytes",
-                              source, pos, base_offset, data)
-                pos += size
-                first = False
-                continue
-
-        if batch_length < MIN_BATCH_LENGTH or size > max_batch_size:
-            why = (f"batch length {batch_length} is below the minimum of {MIN_BATCH_LENGTH}"
-                   if batch_length < MIN_BATCH_LENGTH
-                   else f"batch length {batch_length} is above the limit of {max_batch_size - LOG_OVERHEAD}")
-            kept, count = _drain(stream, MAX_RAW_BYTES - len(head))
-            left = count + len(head)
-            if batch_length >= MIN_BATCH_LENGTH and left < size and magic == CURRENT_MAGIC:
-                yield Problem(ProblemKind.TRUNCATED_TAIL,
-                              f"Found {left} invalid bytes at the end of {source or 'the input'} "
-                              f"(a batch declaring {size} bytes)", source, pos, base_offset, head + kept)
+            if len(head) < HEADER_SIZE_UP_TO_MAGIC:
+                yield self._short(head, first)
                 return
-            zeros = " (all zero: preallocated or unflushed space)" if not (head + kept).strip(b"\x00") else ""
-            yield Problem(
-                ProblemKind.BATCH_TOO_SHORT,
-                f"{why}; the length cannot be trusted, so the remaining {left} bytes of the file cannot be "
-                f"framed and are not decoded{zeros}",
-                source, pos, base_offset, head + kept,
-            )
-            return
-
-        data = head + _read(stream, size - HEADER_SIZE_UP_TO_MAGIC)
-        if len(data) < size:
-            if magic != CURRENT_MAGIC:
-                yield Problem(ProblemKind.BAD_MAGIC,
-                              f"magic {magic} (expected {CURRENT_MAGIC}) and a length of {size} bytes that runs past "
-                              f"the end of the file; the remaining {len(data)} bytes are not decoded",
-                              source, pos, base_offset, data[:MAX_RAW_BYTES])
+            if first and not _plausible_start(head, self.max_batch_size):
+                go_on = yield from self._unframeable_start(head)
             else:
-                yield Problem(ProblemKind.TRUNCATED_TAIL,
-                              f"Found {len(data)} invalid bytes at the end of {source or 'the input'} "
-                              f"(a batch declaring {size} bytes)", source, pos, base_offset, data)
-            return
+                go_on = yield from self._batch(head)
+            first = False
+
+    def _problem(self, kind: ProblemKind, message: str, offset: int | None, raw: bytes) -> Problem:
+        return Problem(kind, message, self.source, self.pos, offset, raw)
+
+    def _skip(self, found: int, window: bytearray) -> None:
+        """Go on `found` bytes further, where a valid batch starts; `window` holds the bytes read ahead."""
+        self.reader = _Pushback(bytes(window[found:]), self.reader)
+        self.pos += found
+        self.next_offset = None
+
+    def _short(self, head: bytes, first: bool) -> Problem:
+        """Fewer than 17 bytes left: a partial tail, or, as the whole file, text."""
+        kind, offset = ProblemKind.NOT_A_METADATA_LOG, self.next_offset
+        if not (first and _looks_like_text(head)):
+            kind = ProblemKind.TRUNCATED_TAIL
+            offset = _OFFSET.unpack_from(head)[0] if len(head) >= 8 else self.next_offset
+        return self._problem(kind, f"Found {len(head)} invalid bytes at the end of {self.source or 'the input'} "
+                             f"(fewer than the {HEADER_SIZE_UP_TO_MAGIC} bytes of a batch header)", offset, head)
+
+    def _unframeable_start(self, head: bytes) -> Generator[Frame | Problem, None, bool]:
+        """A file whose first bytes are no plausible batch. A whole batch whose CRC matches has one bad header byte;
+        otherwise the bytes up to the next valid batch are the problem, and with none the file is not a log."""
+        base_offset, batch_length = _PREFIX.unpack_from(head)
+        magic, size = head[16], batch_length + LOG_OVERHEAD
+        if head.startswith(b"Dumping "):
+            yield self._problem(ProblemKind.NOT_A_METADATA_LOG, "this is kafka-dump-log text output, not a binary "
+                                "metadata log; read it as dump-log text", self.next_offset,
+                                head + _read(self.reader, MAX_RAW_BYTES - len(head)))
+            return False
+        data = head
+        if RECORD_BATCH_OVERHEAD <= size <= self.max_batch_size:
+            data = head + _read(self.reader, size - HEADER_SIZE_UP_TO_MAGIC)
+        if len(data) == size and _crc_matches(data):
+            if magic != CURRENT_MAGIC:
+                yield self._problem(ProblemKind.BAD_MAGIC, f"magic {magic} (expected {CURRENT_MAGIC}) but the CRC "
+                                    f"matches; skipped {size} bytes", base_offset, data)
+            else:
+                yield Frame(self.pos, data)
+            self.pos += size
+            self.next_offset = _offset_after(data)
+            return True
+        found, window = _look_ahead(data, self.reader, self.max_batch_size)
+        if found is None:
+            yield self._problem(ProblemKind.NOT_A_METADATA_LOG,
+                                f"not a KRaft metadata log: the first bytes are not a v2 record batch (base offset "
+                                f"{base_offset}, length {batch_length}, magic {magic}) and no valid batch starts in "
+                                f"the first {min(len(window), RESYNC_WINDOW)} bytes",
+                                self.next_offset, bytes(window[:MAX_RAW_BYTES]))
+            return False
+        yield _corrupt_start(head, self.max_batch_size, found, _OFFSET.unpack_from(window, found)[0], self.source,
+                             self.pos, self.next_offset, bytes(window[: min(found, MAX_RAW_BYTES)]))
+        self._skip(found, window)
+        return True
+
+    def _batch(self, head: bytes) -> Generator[Frame | Problem, None, bool]:
+        """The batch whose first 17 bytes are `head`, or the problem framing it; whether the scan goes on."""
+        base_offset, batch_length = _PREFIX.unpack_from(head)
+        magic, size = head[16], batch_length + LOG_OVERHEAD
+        if batch_length < MIN_BATCH_LENGTH or size > self.max_batch_size:
+            return (yield from self._untrusted_length(head))
+        data = head + _read(self.reader, size - HEADER_SIZE_UP_TO_MAGIC)
+        if len(data) < size:
+            if magic == CURRENT_MAGIC:
+                yield self._problem(ProblemKind.TRUNCATED_TAIL,
+                                    f"Found {len(data)} invalid bytes at the end of {self.source or 'the input'} "
+                                    f"(a batch declaring {size} bytes)", base_offset, data)
+                return False
+            why = f"magic {magic} (expected {CURRENT_MAGIC}) and a length of {size} bytes that runs past the end of " \
+                  "the file"
+            return (yield from self._resync_or_stop(ProblemKind.BAD_MAGIC, why, base_offset, data))
         if magic != CURRENT_MAGIC:
-            yield Problem(ProblemKind.BAD_MAGIC,
-                          f"magic {magic} (expected {CURRENT_MAGIC}); skipped {size} bytes by its length",
-                          source, pos, base_offset, data)
+            yield self._problem(ProblemKind.BAD_MAGIC, f"magic {magic} (expected {CURRENT_MAGIC}); skipped {size} "
+                                "bytes by its length", base_offset, data)
         else:
-            yield Frame(pos, data)
-        pos += size
-        first = False
+            yield Frame(self.pos, data)
+        self.pos += size
+        self.next_offset = _offset_after(data)
+        return True
+
+    def _untrusted_length(self, head: bytes) -> Generator[Frame | Problem, None, bool]:
+        """A batch length below 14 or above `max_batch_size`."""
+        base_offset, batch_length = _PREFIX.unpack_from(head)
+        size = batch_length + LOG_OVERHEAD
+        why = (f"batch length {batch_length} is below the minimum of {MIN_BATCH_LENGTH}"
+               if batch_length < MIN_BATCH_LENGTH
+               else f"batch length {batch_length} is above the limit of {self.max_batch_size - LOG_OVERHEAD}")
+        found, window = _look_ahead(head, self.reader, self.max_batch_size)
+        if found is not None:
+            return (yield from self._resync_or_stop(ProblemKind.BATCH_TOO_SHORT, f"{why}; the length cannot be "
+                                                    "trusted", base_offset, head, (found, window)))
+        raw = bytes(window[:MAX_RAW_BYTES])
+        left = len(window) + _drain(self.reader, 0)[1]
+        if batch_length >= MIN_BATCH_LENGTH and left < size and head[16] == CURRENT_MAGIC:
+            yield self._problem(ProblemKind.TRUNCATED_TAIL,
+                                f"Found {left} invalid bytes at the end of {self.source or 'the input'} "
+                                f"(a batch declaring {size} bytes)", base_offset, raw)
+            return False
+        zeros = " (all zero: preallocated or unflushed space)" if not raw.strip(b"\x00") else ""
+        yield self._problem(ProblemKind.BATCH_TOO_SHORT,
+                            f"{why}; the length cannot be trusted and no valid batch follows, so the remaining {left} "
+                            f"bytes of the file are not decoded{zeros}", base_offset, raw)
+        return False
+
+    def _resync_or_stop(self, kind: ProblemKind, why: str, offset: int, data: bytes,
+                        looked: tuple[int | None, bytearray] | None = None) -> Generator[Problem, None, bool]:
+        """The bytes from here to the next valid batch are a `kind` problem, and the scan goes on there; with no
+        valid batch ahead, the rest of the file is the problem and the scan stops."""
+        found, window = looked if looked is not None else _look_ahead(data, self.reader, self.max_batch_size)
+        if found is None:
+            left = len(window) + _drain(self.reader, 0)[1]
+            yield self._problem(kind, f"{why}; the remaining {left} bytes are not decoded", offset,
+                                bytes(window[:MAX_RAW_BYTES]))
+            return False
+        yield self._problem(kind, f"{why}, so the {found} bytes before byte {self.pos + found}, where the next valid "
+                            "batch starts, are not decoded", offset, bytes(window[: min(found, MAX_RAW_BYTES)]))
+        self._skip(found, window)
+        return True
+
+
+def _plausible_start(head: bytes, max_batch_size: int) -> bool:
+    """Whether the first 17 bytes of a file can start a v2 batch (else the file may not be a log at all)."""
+    base_offset, batch_length = _PREFIX.unpack_from(head)
+    return (base_offset >= 0 and head[16] == CURRENT_MAGIC and not _looks_like_text(head)
+            and RECORD_BATCH_OVERHEAD <= batch_length + LOG_OVERHEAD <= max_batch_size)
+
+
+def _offset_after(data: bytes) -> int | None:
+    """The offset after the batch whose bytes start `data` (its base offset + last offset delta + 1)."""
+    if len(data) < RECORD_BATCH_OVERHEAD:
+        return None
+    return int(_OFFSET.unpack_from(data)[0]) + int(struct.unpack_from(">i", data, 23)[0]) + 1
+
+
+def _look_ahead(data: bytes, reader: _Readable, max_batch_size: int) -> tuple[int | None, bytearray]:
+    """`data` (read from a place where no batch can be framed) topped up to `RESYNC_WINDOW` bytes from the stream,
+    and the first position in it after 0 where a valid batch starts (None when there is none)."""
+    window = bytearray(data)
+    if len(window) < RESYNC_WINDOW:
+        window += _read(reader, RESYNC_WINDOW - len(window))
+    return _resync(window, reader, max_batch_size), window
+
+
+def _resync(window: bytearray, reader: _Readable, max_batch_size: int) -> int | None:
+    """The first position in (0, RESYNC_WINDOW) of `window` (bytes read ahead from a place where framing failed)
+    where a v2 batch with a matching CRC starts, or None. Reads more of the stream into `window` only to check a
+    candidate's CRC."""
+    limit = RESYNC_WINDOW + HEADER_SIZE_UP_TO_MAGIC - 1  # magic bytes of candidates at positions < RESYNC_WINDOW
+    magic_at = window.find(CURRENT_MAGIC, HEADER_SIZE_UP_TO_MAGIC, limit)
+    while magic_at >= 0:
+        p = magic_at - (HEADER_SIZE_UP_TO_MAGIC - 1)
+        if _candidate_at(window, p, reader, max_batch_size):
+            return p
+        magic_at = window.find(CURRENT_MAGIC, magic_at + 1, limit)
+    return None
+
+
+def _candidate_at(window: bytearray, p: int, reader: _Readable, max_batch_size: int) -> bool:
+    base_offset, batch_length = _PREFIX.unpack_from(window, p)
+    end = p + batch_length + LOG_OVERHEAD
+    if base_offset < 0 or batch_length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD or end - p > max_batch_size:
+        return False
+    if p + RECORD_BATCH_OVERHEAD > len(window):
+        window += _read(reader, p + RECORD_BATCH_OVERHEAD - len(window))
+        if p + RECORD_BATCH_OVERHEAD > len(window):
+            return False
+    attributes, last_delta = struct.unpack_from(">hi", window, p + CRC_START)
+    count = struct.unpack_from(">i", window, p + 57)[0]
+    if attributes & 0x07 >= len(CODEC_NAMES) or last_delta < 0 or count < 0:
+        return False
+    if end > len(window):
+        window += _read(reader, end - len(window))
+        if end > len(window):
+            return False
+    with memoryview(window) as view:
+        return _crc_matches(view[p:end])
+
+
+def _corrupt_start(head: bytes, max_batch_size: int, skipped: int, next_base: int, source: str, pos: int,
+                   name_offset: int | None, raw: bytes) -> Problem:
+    """The problem for a first batch that cannot be framed when a valid batch starts `skipped` bytes later."""
+    base_offset, batch_length = _PREFIX.unpack_from(head)
+    magic = head[16]
+    size = batch_length + LOG_OVERHEAD
+    kind = ProblemKind.BATCH_TOO_SHORT
+    if batch_length < MIN_BATCH_LENGTH:
+        why = f"a batch length of {batch_length}, below the minimum of {MIN_BATCH_LENGTH}"
+    elif size < RECORD_BATCH_OVERHEAD:
+        why = f"a size of {size} bytes, shorter than the {RECORD_BATCH_OVERHEAD}-byte v2 header"
+    elif size > max_batch_size:
+        why = f"a batch length of {batch_length}, above the limit of {max_batch_size - LOG_OVERHEAD}"
+    elif magic != CURRENT_MAGIC:
+        kind, why = ProblemKind.BAD_MAGIC, f"magic {magic} (expected {CURRENT_MAGIC}) and no matching CRC"
+    else:
+        kind, why = ProblemKind.BAD_CRC, f"an implausible header (base offset {base_offset}) and no matching CRC"
+    offset = base_offset if 0 <= base_offset <= next_base else name_offset
+    return Problem(kind, f"the first batch has {why}, so it cannot be framed; the {skipped} bytes before byte "
+                   f"{pos + skipped}, where the next valid batch starts, are not decoded", source, pos, offset, raw)
 
 
 # ---- varints (spec §3) ---------------------------------------------------------------------------------------
@@ -511,6 +688,107 @@ def _decode_value(record: Record, control: bool, problems: list[Batch | Problem]
     record.type_name = decoded.type_name
     record.data = decoded.data
     record.unknown_tags = dict(decoded.unknown_tags or {})
+    unknown = unknown_tags_by_path(record.data if decoded.nests else None, record.unknown_tags)
+    if unknown:
+        problems.append(Problem(ProblemKind.UNKNOWN_TAGGED_FIELD,
+                                f"record at offset {record.offset} ({record.type_name} v{record.version}) has "
+                                f"{describe_unknown_tags(unknown)}; the record is decoded and the unknown tags are "
+                                "kept raw", source, position, record.offset))
+
+
+def describe_unknown_tags(unknown: dict[str, dict[int, bytes]]) -> str:
+    """`unknown tagged field(s) 5 (2 bytes), 31 (0 bytes); in voters[0]: 10 (0 bytes)` for messages."""
+    parts = []
+    for path, tags in unknown.items():
+        listed = ", ".join(f"{tag} ({len(raw)} byte{'' if len(raw) == 1 else 's'})" for tag, raw in sorted(tags.items()))
+        parts.append(f"in {path}: {listed}" if path else listed)
+    return "unknown tagged field(s) " + "; ".join(parts)
+
+
+# ---- snapshot structure (spec §5.3) ----------------------------------------------------------------------------
+
+SNAPSHOT_HEADER_TYPE = 3
+SNAPSHOT_FOOTER_TYPE = 4
+_FILE_LEVEL = frozenset({ProblemKind.NOT_A_METADATA_LOG, ProblemKind.UNREADABLE_FILE})
+
+
+class SnapshotStructure:
+    """Checks a snapshot's items, in file order, against spec §5.3: the first batch is a control batch whose first
+    record is a SnapshotHeader, the last batch a control batch holding the SnapshotFooter.
+
+    `see` each item (it returns the `snapshot_no_header` problem to report before the first batch when that batch
+    is not the header), then `finish` (the `snapshot_no_footer` problem, if any). A file that could not be read or
+    is not a log at all gets no structure problems: its file-level problem says it all. Offsets are the
+    snapshot's own (local, from 0). `unprinted_ok` is for kafka-dump-log text made with --skip-record-metadata,
+    which prints control records as empty lines: a control record of unknown type is then not held against it.
+    """
+
+    def __init__(self, source: str, unprinted_ok: bool = False) -> None:
+        self.source = source
+        self.unprinted_ok = unprinted_ok
+        self.first: Batch | None = None
+        self.last: Batch | None = None
+        self.file_level = False
+
+    def _is(self, record: Record, control_type: int) -> bool:
+        if record.control_type == control_type:
+            return True
+        return self.unprinted_ok and record.control_type == -1 and record.error is None
+
+    def see(self, item: Batch | Problem) -> Problem | None:
+        if isinstance(item, Problem):
+            self.file_level = self.file_level or item.kind in _FILE_LEVEL
+            return None
+        self.last = item
+        if self.first is not None:
+            return None
+        self.first = item
+        h = item.header
+        if h.is_control and item.records and self._is(item.records[0], SNAPSHOT_HEADER_TYPE):
+            return None
+        if not h.is_control:
+            what = "a data batch"
+        elif not item.records:
+            what = "a control batch without records"
+        else:
+            what = f"a control batch whose first record is {item.records[0].type_name or 'not readable'}"
+        return Problem(ProblemKind.SNAPSHOT_NO_HEADER,
+                       f"the snapshot does not start with a SnapshotHeader: its first batch (offsets {h.base_offset}.."
+                       f"{h.last_offset}) is {what}", self.source, h.position, h.base_offset)
+
+    def finish(self) -> list[Problem]:
+        if self.file_level:
+            return []
+        if self.first is None or self.last is None:
+            return [Problem(kind, f"the snapshot holds no batch, so no {name}", self.source, 0, 0)
+                    for kind, name in ((ProblemKind.SNAPSHOT_NO_HEADER, "SnapshotHeader"),
+                                       (ProblemKind.SNAPSHOT_NO_FOOTER, "SnapshotFooter"))]
+        last = self.last
+        h = last.header
+        if h.is_control and any(self._is(r, SNAPSHOT_FOOTER_TYPE) for r in last.records):
+            return []
+        what = "a data batch" if not h.is_control else "a control batch without a SnapshotFooter"
+        return [Problem(ProblemKind.SNAPSHOT_NO_FOOTER,
+                        f"the snapshot does not end with a SnapshotFooter, so it may be incomplete: its last batch "
+                        f"(offsets {h.base_offset}..{h.last_offset}) is {what}", self.source, h.position,
+                        h.last_offset)]
+
+
+def check_snapshot(items: Iterable[Batch | Problem], source: str,
+                   unprinted_ok: bool = False) -> Iterator[Batch | Problem]:
+    """A snapshot's items with its structure problems added where they belong (see `SnapshotStructure`)."""
+    structure = SnapshotStructure(source, unprinted_ok)
+    for item in items:
+        problem = structure.see(item)
+        if problem is not None:
+            yield problem
+        yield item
+    yield from structure.finish()
+
+
+def is_snapshot_path(path: str) -> bool:
+    """Snapshots and `bootstrap.checkpoint`: what kafka-dump-log, too, reads by the `.checkpoint` suffix."""
+    return path.endswith(".checkpoint")
 
 
 # ---- files and streams ---------------------------------------------------------------------------------------
@@ -524,25 +802,39 @@ def read_batches(
     start_position: int = 0,
     decode_values: bool = True,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    snapshot: bool = False,
 ) -> Iterator[Batch | Problem]:
     """Decode a stream of batches into `Batch` and `Problem` items in file order, one batch in memory at a time.
 
-    With `strict=True` the first problem raises `DecodeError` instead of being yielded.
+    `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
+    `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
+    `DecodeError` instead of being yielded.
     """
-    for frame in iter_batch_frames(stream, source, start_position, max_batch_size):
-        items: list[Batch | Problem]
+    items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source, decode_values)
+    if snapshot:
+        items = check_snapshot(items, source)
+    for item in items:
+        if strict and isinstance(item, Problem):
+            raise DecodeError(item)
+        yield item
+
+
+def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool) -> Iterator[Batch | Problem]:
+    for frame in frames:
         if isinstance(frame, Problem):
-            items = [frame]
+            yield frame
         else:
-            items = decode_batch(frame.data, frame.position, source, decode_values)
-        for item in items:
-            if strict and isinstance(item, Problem):
-                raise DecodeError(item)
-            yield item
+            yield from decode_batch(frame.data, frame.position, source, decode_values)
 
 
-def read_file(path: str, strict: bool = False, **options: object) -> Iterator[Batch | Problem]:
-    """`read_batches` over a file; a file that cannot be opened or read is an `unreadable_file` problem."""
+def read_file(path: str, strict: bool = False, *, snapshot: bool | None = None,
+              **options: object) -> Iterator[Batch | Problem]:
+    """`read_batches` over a file; a file that cannot be opened or read is an `unreadable_file` problem.
+
+    `snapshot`: check the snapshot structure; by default for `*.checkpoint` files (`is_snapshot_path`).
+    """
+    if snapshot is None:
+        snapshot = is_snapshot_path(path)
     try:
         stream = open(path, "rb", buffering=_CHUNK)  # noqa: SIM115 - closed in the finally below
     except OSError as e:
@@ -552,7 +844,7 @@ def read_file(path: str, strict: bool = False, **options: object) -> Iterator[Ba
         yield problem
         return
     try:
-        yield from read_batches(stream, path, strict, **options)  # type: ignore[arg-type]
+        yield from read_batches(stream, path, strict, snapshot=snapshot, **options)  # type: ignore[arg-type]
     except OSError as e:
         problem = Problem(ProblemKind.UNREADABLE_FILE, f"read failed: {e}", path, None, None)
         if strict:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from . import batch as batch_reader
-from . import files
+from . import dumplog, files
 from .model import Batch, Problem, SourceFile, SourceKind
 from .replayer import Replayer, ReplayResult
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -36,15 +39,30 @@ class ProblemSummary:
         return out
 
 
-def read_source(source: SourceFile, strict: bool = False) -> Iterator[Batch | Problem]:
-    """Decode one file of a dump, whatever its kind, as batches and problems in file order."""
-    if source.kind == SourceKind.DUMP_LOG_TEXT:
-        from . import dumplog
+_SNAPSHOT_KINDS = (SourceKind.SNAPSHOT, SourceKind.BOOTSTRAP)
 
-        with open(source.path, encoding="utf-8", errors="replace") as text:
-            yield from dumplog.parse_text(text, source.path)
+
+def read_source(source: SourceFile, strict: bool = False) -> Iterator[Batch | Problem]:
+    """Decode one file of a dump, whatever its kind, as batches and problems in file order.
+
+    Snapshots and `bootstrap.checkpoint` (and snapshot sections of dump-log text) also get their structure
+    problems, `snapshot_no_header` and `snapshot_no_footer`, in their own stream. With `strict=True` the first
+    problem raises `batch.DecodeError`.
+    """
+    if source.kind == SourceKind.DUMP_LOG_TEXT:
+        for item in read_text_sections(source.path):
+            if isinstance(item, Problem) and strict:
+                raise batch_reader.DecodeError(item)
+            if isinstance(item, Batch | Problem):
+                yield item
         return
-    yield from batch_reader.read_file(source.path, strict=strict)
+    yield from batch_reader.read_file(source.path, strict=strict, snapshot=source.kind in _SNAPSHOT_KINDS)
+
+
+def read_text_sections(path: str) -> Iterator[dumplog.Section | Batch | Problem]:
+    """A kafka-dump-log text file: each `Section` (a dumped file) before the batches and problems that are its."""
+    with open(path, encoding="utf-8", errors="replace") as text:
+        yield from dumplog.parse_text_sections(text, path)
 
 
 def discover(paths: Iterable[str]) -> tuple[list[SourceFile], list[str]]:
@@ -60,13 +78,16 @@ def replay_sources(
     """Decode every source and replay them together (DESIGN.md §3). Decoder problems go to `summary` too."""
     replayer = Replayer(high_watermark=high_watermark)
 
-    def counted(items: Iterable[Batch | Problem]) -> Iterator[Batch | Problem]:
+    def counted(items: Iterable[T]) -> Iterator[T]:
         for item in items:
             if isinstance(item, Problem) and summary is not None:
                 summary.add(item)
             yield item
 
     for source in sources:
+        if source.kind == SourceKind.DUMP_LOG_TEXT:
+            _replay_text(replayer, counted(read_text_sections(source.path)), source.path)
+            continue
         items = counted(read_source(source, strict=strict))
         if source.kind == SourceKind.SNAPSHOT:
             assert source.snapshot_end_offset is not None and source.snapshot_epoch is not None
@@ -74,8 +95,6 @@ def replay_sources(
         elif source.kind == SourceKind.BOOTSTRAP:
             for _ in items:  # bootstrap records reach the log through the controller; decode for problems only
                 pass
-        elif source.kind == SourceKind.DUMP_LOG_TEXT:
-            _replay_text(replayer, items, source.path)
         else:
             replayer.add_log(items)
     result = replayer.run()
@@ -91,16 +110,15 @@ _DECODER_KINDS = {
     "not_a_metadata_log", "unreadable_file", "truncated_tail", "bad_magic", "batch_too_short", "bad_crc",
     "unknown_codec", "decompression_failed", "record_overrun", "trailing_bytes", "record_count_mismatch",
     "bad_record", "unknown_api_key", "unknown_version", "unknown_control_type", "bad_text_line",
+    "unknown_tagged_field", "snapshot_no_header", "snapshot_no_footer",
 }
 
 
-def _replay_text(replayer: Replayer, items: Iterable[Batch | Problem], path: str) -> None:
+def _replay_text(replayer: Replayer, items: Iterable[dumplog.Section | Batch | Problem], path: str) -> None:
     """A dump-log text may hold several files' sections; route each to the log or to a snapshot."""
-    from . import dumplog
-
     section: list[Batch | Problem] = []
     current: dumplog.Section | None = None
-    for item in dumplog.with_sections(items):
+    for item in items:
         if isinstance(item, dumplog.Section):
             _flush_text_section(replayer, current, section, path)
             current, section = item, []
@@ -109,18 +127,17 @@ def _replay_text(replayer: Replayer, items: Iterable[Batch | Problem], path: str
     _flush_text_section(replayer, current, section, path)
 
 
-def _flush_text_section(replayer: Replayer, section: object, items: list[Batch | Problem], path: str) -> None:
-    from . import dumplog
-
+def _flush_text_section(replayer: Replayer, section: dumplog.Section | None, items: list[Batch | Problem],
+                        path: str) -> None:
     if not items:
         return
-    if isinstance(section, dumplog.Section) and section.snapshot_end_offset is not None:
-        replayer.add_snapshot(section.snapshot_end_offset, section.snapshot_epoch or 0, items,
-                              f"{path}:{section.name}")
-    elif isinstance(section, dumplog.Section) and section.is_bootstrap:
+    facts = section.facts() if section is not None else None
+    if facts is not None and facts.snapshot_end_offset is not None:
+        replayer.add_snapshot(facts.snapshot_end_offset, facts.snapshot_epoch or 0, items, f"{path}:{facts.name}")
+    elif facts is not None and facts.is_bootstrap:
         return
     else:
-        replayer.add_log(items)
+        replayer.add_log(items, text=True)
 
 
 def replay_paths(

@@ -10,13 +10,14 @@ Three flavours of the tool exist (spec §10); `variant` picks one:
 
 `render_file` / `DumpLogRenderer` give the stdout lines, line for line; the stderr lines (unknown files,
 non-consecutive offsets, the exception Kafka dies with) are kept apart. `parse_text` reads such text (any variant,
-with or without `--skip-record-metadata`, several `Dumping` sections in one text) back into `Batch`es.
-`record_json` / `problem_json` give the objects `inspect --format json` prints.
+with or without `--skip-record-metadata`, several `Dumping` sections in one text) back into `Batch`es;
+`parse_text_sections` also marks where each dumped file's items begin. `record_json_text` / `problem_json` give the lines `inspect --format json` prints.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -27,6 +28,8 @@ from typing import IO, Any
 
 from . import batch as batch_reader
 from . import kafkajson, message, schemas, writer
+from .batch import SnapshotStructure
+from .files import first_offset_from_name
 from .model import CODEC_NAMES, CONTROL_TYPES, Batch, BatchHeader, Problem, ProblemKind, Record
 
 VARIANTS = ("4.0", "4.1", "4.3")
@@ -47,6 +50,12 @@ _CONTROL_BY_NAME = {name: type_id for type_id, name in CONTROL_TYPES.items()}
 KAFKA_43_API_KEYS = frozenset(k for k, s in schemas.METADATA_SCHEMAS.items() if s.in_kafka_431)
 
 _INT_MAX = 0x7FFFFFFF
+
+# Decoder findings about framing the file: where the tool stops reading it or dies (see `_tool_stops_reading`).
+_FRAMING = frozenset([
+    ProblemKind.NOT_A_METADATA_LOG, ProblemKind.UNREADABLE_FILE, ProblemKind.TRUNCATED_TAIL,
+    ProblemKind.BATCH_TOO_SHORT, ProblemKind.BAD_MAGIC,
+])
 
 # Decoder findings inside a batch at which the tool, iterating the batch's records, throws.
 _FATAL_IN_BATCH = frozenset([
@@ -203,15 +212,19 @@ class DumpLogRenderer:
     def _dump_log(self, path: str, shown: str, name: str) -> Iterator[str]:
         yield self._header_line(name)
         abs_path = shown if shown.startswith("/") else f"{self.cwd or os.getcwd()}/{shown}"
-        size = os.path.getsize(path)
+        try:
+            size: int | None = os.path.getsize(path)
+        except OSError:
+            size = None  # the reader says why
         valid = 0
         last_offset = -1
         pending: list[Problem] = []  # the decoder reports a batch's problems before the batch
-        for item in batch_reader.read_file(path, strict=False):
+        items = batch_reader.read_file(path, strict=False)
+        for item in items:
             if isinstance(item, Problem):
-                self.problems.append(item)
-                if self.on_problem is not None:
-                    self.on_problem(item)
+                self._note(item)
+                if self._tool_stops_reading(item, path, shown, size, items):
+                    break
                 pending.append(item)
                 continue
             yield self.batch_line(item.header)
@@ -223,9 +236,13 @@ class DumpLogRenderer:
             self._after_batch(pending)
             pending = []
             valid += item.header.size
-        self._after_file(pending, shown)
-        if size - valid > 0:
+        if size is not None and size - valid > 0:
             yield f"Found {size - valid} invalid bytes at the end of {name}"
+
+    def _note(self, problem: Problem) -> None:
+        self.problems.append(problem)
+        if self.on_problem is not None:
+            self.on_problem(problem)
 
     @staticmethod
     def _after_batch(problems: list[Problem]) -> None:
@@ -236,18 +253,33 @@ class DumpLogRenderer:
             ):
                 raise KafkaWouldFail(f"{problem.kind.value}: {problem.message}")
 
-    @staticmethod
-    def _after_file(problems: list[Problem], shown: str) -> None:
-        """Framing problems at the end of a file: a partial tail is printed as such; the others kill the tool."""
-        for problem in problems:
-            if problem.kind == ProblemKind.BATCH_TOO_SHORT:
-                raw = problem.raw or b""
-                length = struct.unpack_from(">i", raw, 8)[0] if len(raw) >= 12 else "?"
+    def _tool_stops_reading(self, problem: Problem, path: str, shown: str, size: int | None,
+                            rest: Iterator[Batch | Problem]) -> bool:
+        """Whether the tool stops at a problem found while framing the file, as its `FileLogInputStream` does:
+        fewer than 17 bytes left, or a length that runs past the end of the file, end the file quietly (True; the
+        "Found N invalid bytes" line follows); a length under 14 kills it, and so, here, does any other batch it
+        cannot read (KafkaWouldFail). The rest of the file is still decoded for the problems it holds."""
+        if problem.kind not in _FRAMING:
+            return False
+        for item in rest:  # the tool reads no further; the problems further on are still reported
+            if isinstance(item, Problem):
+                self._note(item)
+        position = problem.position or 0
+        raw = problem.raw or b""
+        if problem.kind == ProblemKind.UNREADABLE_FILE:
+            if not os.path.exists(path):
+                raise KafkaWouldFail(f"java.nio.file.NoSuchFileException: {shown}")
+        elif size is not None and size - position < batch_reader.HEADER_SIZE_UP_TO_MAGIC:
+            return True
+        elif len(raw) >= batch_reader.LOG_OVERHEAD:
+            length = struct.unpack_from(">i", raw, 8)[0]
+            if length < batch_reader.MIN_BATCH_LENGTH:
                 raise KafkaWouldFail(
                     f"org.apache.kafka.common.errors.CorruptRecordException: Found record size {length} smaller "
-                    f"than minimum record overhead (14) in file {shown}.")
-            if problem.kind in (ProblemKind.BAD_MAGIC, ProblemKind.NOT_A_METADATA_LOG, ProblemKind.UNREADABLE_FILE):
-                raise KafkaWouldFail(f"{problem.kind.value}: {problem.message}")
+                    f"than minimum record overhead ({batch_reader.MIN_BATCH_LENGTH}) in file {shown}.")
+            if size is not None and position + batch_reader.LOG_OVERHEAD + length > size:
+                return True
+        raise KafkaWouldFail(f"{problem.kind.value}: {problem.message}")
 
     # ---- lines ----------------------------------------------------------------------------------------------
 
@@ -461,6 +493,8 @@ class Section:
     snapshot_epoch: int | None = None
     invalid_tail_bytes: int | None = None
     batches: int = 0
+    end_position: int = 0  # where the bytes after the last batch read so far begin in the dumped file
+    next_offset: int | None = None  # the offset after the last batch read so far
 
     @property
     def name(self) -> str:
@@ -468,7 +502,16 @@ class Section:
 
     @property
     def is_bootstrap(self) -> bool:
-        return self.kind == "bootstrap"
+        return self.facts().kind == "bootstrap"
+
+    @property
+    def is_snapshot_like(self) -> bool:
+        """A snapshot or `bootstrap.checkpoint`: its batches must run from a SnapshotHeader to a SnapshotFooter."""
+        return self.facts().kind in ("snapshot", "bootstrap")
+
+    def facts(self) -> Section:
+        """This section when its header line was read, else what the tool would derive from the file's name."""
+        return self if self.kind is not None else Section.from_path(self.path)
 
     @classmethod
     def from_path(cls, path: str) -> Section:
@@ -491,14 +534,16 @@ class Section:
 DumpSection = Section
 
 
-def with_sections(items: Iterable[Batch | Problem]) -> Iterator[Section | Batch | Problem]:
-    """`parse_text`'s items with a `Section` before the first batch of each dumped file (by `Batch.source`),
-    so a caller can route each file's batches (log, snapshot with its end offset and epoch, bootstrap)."""
-    current: str | None = None
-    for item in items:
-        if isinstance(item, Batch) and item.source != current:
-            current = item.source
-            yield Section.from_path(item.source)
+def parse_text_sections(stream_or_lines: IO[str] | Iterable[str], source: str) -> Iterator[Section | Batch | Problem]:
+    """`parse_text`'s items with each `Section` before the first item that belongs to it, so that a caller can
+    route every file's batches and problems (log, snapshot with its end offset and epoch, bootstrap). A section's
+    facts from its header line may arrive after its marker: read them when the section is over."""
+    reader = DumpTextReader(source)
+    seen = 0
+    for item in reader.read(stream_or_lines):
+        while seen < len(reader.sections):
+            yield reader.sections[seen]
+            seen += 1
         yield item
 
 
@@ -543,12 +588,16 @@ class DumpTextReader:
     message codec (the text does not hold the bytes); keys of control records are rebuilt from their type.
     With `--skip-record-metadata` text, record offsets are base offset + index, timestamps the batch's
     timestamp, and control records (printed as empty lines) have `control_type` -1 (`UNKNOWN`) and no data.
+    A section dumping a snapshot or `bootstrap.checkpoint` gets `snapshot_no_header` before its first batch and
+    `snapshot_no_footer` when it ends (`batch.SnapshotStructure`), while it is still `section`.
     """
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.sections: list[Section] = []
         self._batch: _OpenBatch | None = None
+        self._structure: SnapshotStructure | None = None  # the current section's, when it is a snapshot
+        self._last_batch_line: int | None = None
 
     @property
     def section(self) -> Section | None:
@@ -557,8 +606,13 @@ class DumpTextReader:
     def _bad(self, lineno: int, text: str, why: str) -> Problem:
         where = f" (in the section dumping {self.section.path})" if self.section else ""
         shown = text if len(text) <= 200 else text[:200] + "…"
-        return Problem(ProblemKind.BAD_TEXT_LINE, f"line {lineno}{where}: {why}: {shown!r}", file=self.source,
-                       position=lineno)
+        return Problem(ProblemKind.BAD_TEXT_LINE, f"{why}{where}: {shown!r}", file=self.source, line=lineno)
+
+    def _found(self, kind: ProblemKind, lineno: int, why: str, offset: int | None = None) -> Problem:
+        """A finding about the dumped file of the current section, at the open batch (its byte position)."""
+        position = int(self._batch.groups[11]) if self._batch is not None else None
+        return Problem(kind, f"{why} (read from the dump-log text {self.source})", file=self._section_path(),
+                       position=position, offset=offset, line=lineno)
 
     def read(self, lines: Iterable[str]) -> Iterator[Batch | Problem]:
         lineno = 0
@@ -566,10 +620,12 @@ class DumpTextReader:
             text = raw.rstrip("\r\n")
             yield from self._line(lineno, text)
         yield from self._close_batch(lineno + 1)
+        yield from self._close_section(lineno + 1)
 
     def _line(self, lineno: int, text: str) -> Iterator[Batch | Problem]:
         if text.startswith("Dumping "):
             yield from self._close_batch(lineno)
+            yield from self._close_section(lineno)
             self.sections.append(Section(path=text[len("Dumping "):], line=lineno))
             return
         if text.startswith("baseOffset: "):
@@ -600,9 +656,11 @@ class DumpTextReader:
         if section is not None and (m := _TRAILING_RE.fullmatch(text)):
             yield from self._close_batch(lineno)
             section.invalid_tail_bytes = int(m.group(1))
+            offset = section.next_offset if section.batches else first_offset_from_name(section.path)
             yield Problem(ProblemKind.TRUNCATED_TAIL,
-                          f"line {lineno}: kafka-dump-log found {m.group(1)} invalid bytes at the end of {m.group(2)}",
-                          file=section.path)
+                          f"kafka-dump-log found {m.group(1)} invalid bytes at the end of {m.group(2)}, after the last "
+                          f"batch it printed (read from the dump-log text {self.source})",
+                          file=section.path, position=section.end_position, offset=offset, line=lineno)
             return
         yield self._bad(lineno, text, "not a dump-log line")  # an open batch stays open: its records may follow
 
@@ -645,16 +703,15 @@ class DumpTextReader:
         payload = tail[len(" payload: "):]
         if m := _ERROR_RE.fullmatch(payload):
             rec.error = m.group(2)
-            return Problem(ProblemKind.BAD_RECORD,
-                           f"line {lineno}: kafka-dump-log could not decode the value: {m.group(2)}",
-                           file=self._section_path(), offset=rec.offset)
+            return self._found(ProblemKind.BAD_RECORD, lineno,
+                               f"kafka-dump-log could not decode the value: {m.group(2)}", rec.offset)
         try:
             type_name, version, data = kafkajson.parse_payload_json(payload)
         except kafkajson.KafkaJsonError as exc:
             if str(exc).startswith("unknown version"):
                 rec.error = f"{exc}: kept as printed, not decoded"
-                return Problem(ProblemKind.UNKNOWN_VERSION, f"line {lineno}: {exc} (Kafka printed it; we have no schema)",
-                               file=self._section_path(), offset=rec.offset)
+                return self._found(ProblemKind.UNKNOWN_VERSION, lineno,
+                                   f"{exc} (Kafka printed it; we have no schema)", rec.offset)
             rec.error = f"payload does not parse: {exc}"
             return self._bad(lineno, text, f"payload does not parse ({exc})")
         except Exception as exc:  # a payload that is not Kafka's JSON
@@ -669,8 +726,8 @@ class DumpTextReader:
         try:
             rec.value = message.encode_metadata_value(rec.api_key, version, data)
         except message.MessageError as exc:
-            return Problem(exc.kind, f"line {lineno}: the printed record cannot be re-encoded: {exc.message}",
-                           file=self._section_path(), offset=rec.offset)
+            return self._found(exc.kind, lineno, f"the printed record cannot be re-encoded: {exc.message}",
+                               rec.offset)
         return None
 
     def _section_path(self) -> str:
@@ -732,10 +789,36 @@ class DumpTextReader:
             rec.timestamp_delta = rec.timestamp - header.base_timestamp
         if ob.records and len(ob.records) != count:
             yield Problem(ProblemKind.RECORD_COUNT_MISMATCH,
-                          f"line {ob.line}: the batch says count {count} but {len(ob.records)} record lines follow",
-                          file=section.path, position=header.position, offset=base)
+                          f"the batch says count {count} but {len(ob.records)} record lines follow (read from the "
+                          f"dump-log text {self.source})",
+                          file=section.path, position=header.position, offset=base, line=ob.line)
+        batch = Batch(header=header, records=ob.records, source=section.path)
+        if section.batches == 0 and section.is_snapshot_like:
+            self._structure = SnapshotStructure(section.path, unprinted_ok=True)
+        if self._structure is not None:
+            problem = self._structure.see(batch)
+            if problem is not None:
+                yield dataclasses.replace(problem, line=ob.line)
         section.batches += 1
-        yield Batch(header=header, records=ob.records, source=section.path)
+        section.end_position = header.position + header.size
+        section.next_offset = header.last_offset + 1
+        self._last_batch_line = ob.line
+        yield batch
+
+    def _close_section(self, lineno: int) -> Iterator[Problem]:
+        """The structure problems of a snapshot section that ends here (a section with no batch included)."""
+        section = self.section
+        structure = self._structure
+        self._structure = None
+        if section is None:
+            return
+        if structure is None:
+            if section.batches or not section.is_snapshot_like:
+                return
+            structure = SnapshotStructure(section.path, unprinted_ok=True)
+        for problem in structure.finish():
+            line = section.line if structure.last is None else self._last_batch_line
+            yield dataclasses.replace(problem, line=line)
 
 
 def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str) -> Iterator[Batch | Problem]:
@@ -743,7 +826,9 @@ def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str) -> Iterato
 
     `source` names the text (for problems). Each batch's `source` is the path its `Dumping` line names; for the
     section facts (snapshot end offset and epoch, log start offset) use `DumpTextReader(...).sections`.
-    Lines that do not parse become `BAD_TEXT_LINE` problems whose `position` is the LINE NUMBER in the text.
+    Lines that do not parse become `BAD_TEXT_LINE` problems (`file` the text, `line` the line number). Every
+    problem read from the text has its `line`; findings about a dumped file name that file, the batch's byte
+    position in it and the offset when the text gives them.
     """
     yield from DumpTextReader(source).read(stream_or_lines)
 
@@ -761,45 +846,59 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def record_json(batch: Batch, record: Record) -> dict[str, Any]:
-    """One object per record for `inspect --format json`: the batch facts, then the record as Kafka prints it."""
+def record_json_text(batch: Batch, record: Record) -> str:
+    """One line of `inspect --format json`: the batch facts, then the record as Kafka prints it.
+
+    `type`, `version` and `data` are what kafka-dump-log prints, and `data` is Kafka's JSON text itself, embedded
+    as it is (so a float64 reads `1.0E7`, as Kafka writes it). A record with tagged fields its schema does not know
+    adds `unknownTaggedFields`: `{"<tag>": "<hex bytes>", ..., "<path of a nested struct>": {"<tag>": "<hex>"}}`
+    (Kafka never prints them). A record that did not decode has `data: null` and `error`.
+    """
     h = batch.header
-    out: dict[str, Any] = {
-        "source": batch.source,
-        "position": h.position,
-        "base_offset": h.base_offset,
-        "last_offset": h.last_offset,
-        "epoch": h.partition_leader_epoch,
-        "append_time": batch.append_time,
-        "codec": h.codec_name,
-        "crc_ok": h.crc_ok,
-        "is_control": h.is_control,
-        "offset": record.offset,
-        "timestamp": record.timestamp,
-    }
+    fields: list[tuple[str, str]] = [(k, json.dumps(v)) for k, v in (
+        ("source", batch.source), ("position", h.position), ("base_offset", h.base_offset),
+        ("last_offset", h.last_offset), ("epoch", h.partition_leader_epoch), ("append_time", batch.append_time),
+        ("codec", h.codec_name), ("crc_ok", h.crc_ok), ("is_control", h.is_control), ("offset", record.offset),
+        ("timestamp", record.timestamp))]
+    data_text = json.dumps(_jsonable(record.data))
     if record.is_control:
-        out["control_type"] = CONTROL_TYPES.get(record.control_type, "UNKNOWN") if record.control_type is not None \
-            else "UNKNOWN"
-        out["type"] = record.type_name
-        out["version"] = record.version
-        if record.data is not None and record.control_type is not None and record.control_type in _CONTROL_LABELS:
-            out["data"] = json.loads(kafkajson.control_json(CONTROL_TYPES[record.control_type], record.data))
-        else:
-            out["data"] = _jsonable(record.data)
+        control = CONTROL_TYPES.get(record.control_type, "UNKNOWN") if record.control_type is not None else "UNKNOWN"
+        fields.append(("control_type", json.dumps(control)))
+        if record.data is not None and record.control_type in _CONTROL_LABELS:
+            data_text = kafkajson.control_json(control, record.data)
     elif record.data is not None and record.type_name is not None and record.version is not None:
-        printed = json.loads(kafkajson.payload_json(record.type_name, record.version, record.data))
-        out.update(printed)
-    else:
-        out["type"] = record.type_name
-        out["version"] = record.version
-        out["data"] = None
+        schema = schemas.schema_for_type_name(record.type_name)
+        if schema is not None:
+            data_text = kafkajson.data_json(schema, record.version, record.data)
+    fields += [("type", json.dumps(record.type_name)), ("version", json.dumps(record.version)), ("data", data_text)]
+    unknown = message.unknown_tags_by_path(record.data, record.unknown_tags)
+    if unknown:
+        fields.append(("unknownTaggedFields", json.dumps(unknown_tags_json(unknown))))
     if record.error is not None:
-        out["error"] = record.error
+        fields.append(("error", json.dumps(record.error)))
+    return "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in fields) + "}"
+
+
+def unknown_tags_json(unknown: dict[str, dict[int, bytes]]) -> dict[str, Any]:
+    """`message.unknown_tags_by_path` as JSON: top-level tags as `"<tag>": "<hex>"`, nested structs' under their path."""
+    out: dict[str, Any] = {}
+    for path, tags in unknown.items():
+        as_hex = {str(tag): raw.hex() for tag, raw in sorted(tags.items())}
+        if path:
+            out[path] = as_hex
+        else:
+            out.update(as_hex)
     return out
 
 
-def problem_json(problem: Problem) -> dict[str, Any]:
-    """A problem as a JSON object for `inspect --format json`."""
+def record_json(batch: Batch, record: Record) -> dict[str, Any]:
+    """`record_json_text` as a dict (Kafka's number formatting is lost to Python's in `data`)."""
+    obj: dict[str, Any] = json.loads(record_json_text(batch, record))
+    return obj
+
+
+def problem_json(problem: Problem, include_raw: bool = True) -> dict[str, Any]:
+    """A problem as a JSON object for `inspect --format json`; `line` only for what was read from dump-log text."""
     out: dict[str, Any] = {
         "problem": problem.kind.value,
         "message": problem.message,
@@ -807,6 +906,8 @@ def problem_json(problem: Problem) -> dict[str, Any]:
         "position": problem.position,
         "offset": problem.offset,
     }
-    if problem.raw is not None:
+    if problem.line is not None:
+        out["line"] = problem.line
+    if include_raw and problem.raw is not None:
         out["raw"] = base64.b64encode(problem.raw).decode()
     return out

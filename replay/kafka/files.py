@@ -64,6 +64,15 @@ def classify_name(path: str) -> SourceFile | None:
     return None
 
 
+def first_offset_from_name(path: str) -> int | None:
+    """The offset a file's first batch should have, by its name: a segment's base offset, 0 for a snapshot or the
+    bootstrap file (their offsets are local, from 0); None when the name says nothing."""
+    source = classify_name(path) if path else None
+    if source is None:
+        return None
+    return source.base_offset if source.kind == SourceKind.SEGMENT else 0
+
+
 def is_ignored_name(name: str) -> bool:
     """Names Kafka keeps next to the metadata log that are not decoded (indexes, temp files, state files)."""
     return name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES)

@@ -68,6 +68,7 @@ __all__ = [
     "encode_control_value",
     "encode_metadata_value",
     "peek_frame",
+    "unknown_tags_by_path",
 ]
 
 
@@ -98,6 +99,7 @@ class DecodedValue:
     unknown_tags: dict[int, bytes] = field(default_factory=dict)
     api_key: int | None = None
     control_type: int | None = None
+    nests: bool = False  # `data` may hold structs, whose unknown tags `unknown_tags_by_path` finds
 
 
 def _bad(message: str) -> MessageError:
@@ -289,6 +291,7 @@ class _Plan:
     write_items: list[tuple[str, Field, int | None]]
     present: dict[str, Field]
     absent: dict[str, Field]  # fields of the struct not present at this version
+    nests: bool = False  # whether a field at this version holds structs (which may carry unknown tags)
 
 
 _PLANS: dict[tuple[int, int], _Plan] = {}
@@ -332,6 +335,7 @@ def _plan(st: Struct, version: int) -> _Plan:
         else:
             items.append((fld.json_name, reader, _default_factory(fld, version)))
             write_items.append((fld.json_name, fld, None))
+    plan.nests = any(fld.struct is not None for fld in present.values())
     return plan
 
 
@@ -366,6 +370,32 @@ def _read_body(r: _Reader, plan: _Plan) -> tuple[dict[str, Any], dict[int, bytes
         else:
             unknown[tag] = bytes(r.buf[start : start + size])
     return out, unknown
+
+
+def unknown_tags_by_path(data: dict[str, Any] | None, top: dict[int, bytes] | None = None) -> dict[str, dict[int, bytes]]:
+    """Every unknown tagged field of a decoded value, by where it is: `""` for the top level (`top`, the
+    `DecodedValue.unknown_tags`), else the path of the nested struct, e.g. `voters[0].endpoints[1]`."""
+    found: dict[str, dict[int, bytes]] = {}
+    if top:
+        found[""] = dict(top)
+    if data is not None:
+        _nested_unknown_tags(data, "", found)
+    return found
+
+
+def _nested_unknown_tags(value: Any, path: str, found: dict[str, dict[int, bytes]]) -> None:
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _nested_unknown_tags(item, f"{path}[{i}]", found)
+        return
+    if not isinstance(value, dict):
+        return
+    own = value.get(UNKNOWN_TAGS_KEY)
+    if own and path:  # a struct's own tags before those of the structs inside it
+        found[path] = dict(own)
+    for key, item in value.items():
+        if key != UNKNOWN_TAGS_KEY and isinstance(item, dict | list):
+            _nested_unknown_tags(item, f"{path}.{key}" if path else key, found)
 
 
 def _struct_reader(st: Struct, version: int) -> Reader:
@@ -416,13 +446,14 @@ def decode_metadata_value(value: bytes) -> DecodedValue:
         raise MessageError(ProblemKind.UNKNOWN_API_KEY, f"Unknown metadata id {api_key}")
     if version not in schema.valid_versions:
         raise MessageError(ProblemKind.UNKNOWN_VERSION, f"Can't read version {version} of {schema.name}")
+    plan = _plan(schema.struct, version)
     try:
-        data, unknown = _read_body(r, _plan(schema.struct, version))
+        data, unknown = _read_body(r, plan)
     except MessageError as e:
         raise _bad(f"Failed to deserialize record with type {api_key} and version {version}: {e.message}") from None
     if r.pos != r.end:
         raise _bad(f"Found {r.end - r.pos} byte(s) of garbage after {api_key}:{version}/{frame}")
-    return DecodedValue(schema.type_name, version, data, unknown, api_key=api_key)
+    return DecodedValue(schema.type_name, version, data, unknown, api_key=api_key, nests=plan.nests)
 
 
 def decode_control_value(control_type: int, value: bytes) -> DecodedValue:
@@ -449,13 +480,14 @@ def decode_control_value(control_type: int, value: bytes) -> DecodedValue:
     if schema is None or type_name is None:
         raise MessageError(ProblemKind.UNKNOWN_CONTROL_TYPE, f"Unknown control record type {control_type}")
     r = _Reader(buf)
+    plan = _plan(schema.struct, CONTROL_BODY_VERSION)
     try:
-        data, unknown = _read_body(r, _plan(schema.struct, CONTROL_BODY_VERSION))
+        data, unknown = _read_body(r, plan)
     except MessageError as e:
         raise _bad(f"Failed to deserialize {schema.name}: {e.message}") from None
     if r.pos != r.end:
         raise _bad(f"Found {r.end - r.pos} byte(s) of garbage after {schema.name}")
-    return DecodedValue(type_name, int(data["version"]), data, unknown, control_type=control_type)
+    return DecodedValue(type_name, int(data["version"]), data, unknown, control_type=control_type, nests=plan.nests)
 
 
 # ---------------------------------------------------------------------------------------------------------

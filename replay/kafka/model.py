@@ -46,6 +46,7 @@ class ProblemKind(str, Enum):
     UNKNOWN_API_KEY = "unknown_api_key"
     UNKNOWN_VERSION = "unknown_version"
     UNKNOWN_CONTROL_TYPE = "unknown_control_type"
+    UNKNOWN_TAGGED_FIELD = "unknown_tagged_field"  # a notice: the record decoded; tags it does not know are kept raw
     # snapshots
     SNAPSHOT_NO_HEADER = "snapshot_no_header"
     SNAPSHOT_NO_FOOTER = "snapshot_no_footer"
@@ -62,11 +63,22 @@ class ProblemKind(str, Enum):
     DIVERGENCE = "divergence"
     GAP = "gap"
     SKIPPED_BAD_BATCH = "skipped_bad_batch"
+    SNAPSHOT_NOT_LOADED = "snapshot_not_loaded"  # a snapshot with any problem inside: its ACL set is not known
+
+
+# Findings that are reported (counted in summaries, and failing `--strict`) although nothing is wrong with the data:
+# the record decoded and Kafka would apply it the same way. They do not make a snapshot unreadable.
+NOTICE_KINDS = frozenset({ProblemKind.UNKNOWN_TAGGED_FIELD})
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One finding, with where it is: file, byte position in that file, and log offset when known."""
+    """One finding, with where it is: file, byte position in that file, and log offset when known.
+
+    For what was read from kafka-dump-log text, `file` is the text (or, for findings about a dumped file, the path
+    its `Dumping` line names), `line` the line number in the text, and `position` the byte position in the dumped
+    file as the text gives it (a batch's `position:`), never a line number.
+    """
 
     kind: ProblemKind
     message: str
@@ -74,9 +86,16 @@ class Problem:
     position: int | None = None
     offset: int | None = None
     raw: bytes | None = None  # the undecodable bytes, for the quarantine table
+    line: int | None = None  # line number in a kafka-dump-log text
+
+    @property
+    def is_notice(self) -> bool:
+        return self.kind in NOTICE_KINDS
 
     def describe(self) -> str:
         where = [self.file or "<input>"]
+        if self.line is not None:
+            where.append(f"line {self.line}")
         if self.position is not None:
             where.append(f"byte {self.position}")
         if self.offset is not None:

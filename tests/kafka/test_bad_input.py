@@ -3,16 +3,20 @@ kept, undecodable bytes are kept raw; strict mode raises."""
 
 from __future__ import annotations
 
+import io
 import os
 import random
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.kafka import writer
+from replay.kafka import batch as batch_module
+from replay.kafka import files, writer
 from replay.kafka.acl import AclBinding
-from replay.kafka.batch import DecodeError, decode_batch, read_bytes, read_file
+from replay.kafka.batch import DecodeError, decode_batch, read_batches, read_bytes, read_file
+from replay.kafka.dump import ProblemSummary, read_source, replay_paths
 from replay.kafka.model import Batch, Problem, ProblemKind
 
 SRC = "00000000000000000000.log"
@@ -91,17 +95,28 @@ def test_tail_shorter_than_a_header(tail: int) -> None:
     p = one_problem(items, ProblemKind.TRUNCATED_TAIL)
     assert p.position == len(b0) and p.raw == b1[:tail]
     assert f"Found {tail} invalid bytes" in p.message
-    assert p.offset == (2 if tail >= 8 else None)
+    assert p.offset == 2  # from its header, or, when even that is cut, the offset after the last batch
 
 
 @pytest.mark.parametrize("length", [0, 5, 13, -1])
-def test_batch_length_below_14_makes_the_rest_undecodable(length: int) -> None:
+def test_batch_length_below_14_skips_to_the_next_valid_batch(length: int) -> None:
     b0, b1, b2 = three_batches()
     items = read_bytes(b0 + writer.with_batch_length(b1, length) + b2, SRC)
     p = one_problem(items, ProblemKind.BATCH_TOO_SHORT)
     assert p.position == len(b0) and p.offset == 2
-    assert p.raw == writer.with_batch_length(b1, length) + b2
-    assert f"remaining {len(b1) + len(b2)} bytes" in p.message
+    assert p.raw == writer.with_batch_length(b1, length)  # exactly the bytes that could not be framed
+    assert f"the {len(b1)} bytes before byte {len(b0) + len(b1)}, where the next valid batch starts" in p.message
+    assert [b.base_offset for b in split(items)[0]] == [0, 5]
+
+
+@pytest.mark.parametrize("length", [0, 5, -1])
+def test_batch_length_below_14_with_nothing_valid_after_makes_the_rest_undecodable(length: int) -> None:
+    b0, b1, b2 = three_batches()
+    rest = writer.with_batch_length(b1, length) + writer.corrupt_crc(b2)
+    items = read_bytes(b0 + rest, SRC)
+    p = one_problem(items, ProblemKind.BATCH_TOO_SHORT)
+    assert p.position == len(b0) and p.offset == 2 and p.raw == rest
+    assert f"remaining {len(rest)} bytes" in p.message
     assert [b.base_offset for b in split(items)[0]] == [0]
 
 
@@ -128,20 +143,28 @@ def test_bad_magic_with_a_plausible_length_is_skipped() -> None:
     assert [b.base_offset for b in split(items)[0]] == [0, 5]
 
 
-def test_bad_magic_with_a_length_past_the_end_stops() -> None:
+def test_bad_magic_with_a_length_past_the_end_skips_to_the_next_valid_batch() -> None:
     b0, b1, b2 = three_batches()
     bad = writer.with_batch_length(writer.with_magic(b1, 7), 10**6)
     items = read_bytes(b0 + bad + b2, SRC)
     p = one_problem(items, ProblemKind.BAD_MAGIC)
-    assert p.position == len(b0) and p.raw == bad + b2
+    assert p.position == len(b0) and p.raw == bad
+    assert [b.base_offset for b in split(items)[0]] == [0, 5]
+    items = read_bytes(b0 + bad + b2[:-1], SRC)  # nothing valid after it: the rest is the problem
+    p = one_problem(items, ProblemKind.BAD_MAGIC)
+    assert p.raw == bad + b2[:-1]
     assert [b.base_offset for b in split(items)[0]] == [0]
 
 
 def test_implausibly_large_length_is_not_read_into_memory() -> None:
     b0, b1, b2 = three_batches()
     bad = writer.with_batch_length(b1, 2**31 - 1)
-    p = one_problem(read_bytes(b0 + bad + b2, SRC, max_batch_size=1 << 20), ProblemKind.TRUNCATED_TAIL)
-    assert p.position == len(b0) and p.raw == bad + b2
+    p = one_problem(read_bytes(b0 + bad + b2[:-1], SRC, max_batch_size=1 << 20), ProblemKind.TRUNCATED_TAIL)
+    assert p.position == len(b0) and p.raw == bad + b2[:-1]
+    items = read_bytes(b0 + bad + b2, SRC, max_batch_size=1 << 20)
+    p = one_problem(items, ProblemKind.BATCH_TOO_SHORT)
+    assert p.position == len(b0) and p.raw == bad and "above the limit" in p.message
+    assert [b.base_offset for b in split(items)[0]] == [0, 5]
 
 
 def test_unknown_codec() -> None:
@@ -369,6 +392,189 @@ def test_first_batch_with_only_a_bad_magic_byte() -> None:
     p = one_problem(items, ProblemKind.BAD_MAGIC)
     assert p.position == 0 and p.offset == 0
     assert [b.base_offset for b in split(items)[0]] == [2]
+
+
+# ---- a corrupt first batch ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "kind", "why"),
+    [
+        (lambda b: writer.with_batch_length(b, 5), ProblemKind.BATCH_TOO_SHORT, "a batch length of 5, below"),
+        (lambda b: writer.with_batch_length(b, 30), ProblemKind.BATCH_TOO_SHORT, "shorter than the 61-byte"),
+        (lambda b: writer.corrupt_crc(writer.with_magic(b, 1)), ProblemKind.BAD_MAGIC, "magic 1 (expected 2)"),
+        (lambda b: writer.corrupt_crc(b[:8].replace(bytes(8), b"\xff" * 8) + b[8:]), ProblemKind.BAD_CRC,
+         "an implausible header (base offset -1)"),
+    ],
+    ids=["length-5", "length-30", "magic-and-crc", "negative-offset-and-crc"],
+)
+def test_corrupt_first_batch_is_skipped_to_the_next_valid_batch(corrupt: Any, kind: ProblemKind, why: str) -> None:
+    b0, b1, b2 = three_batches()
+    bad = corrupt(b0)
+    items = read_bytes(bad + b1 + b2, SRC)
+    p = one_problem(items, kind)
+    assert p.position == 0 and p.raw == bad and why in p.message
+    assert p.offset == 0  # from its header, or (base offset -1) from the name 00000000000000000000.log
+    assert f"the {len(bad)} bytes before byte {len(bad)}, where the next valid batch starts" in p.message
+    assert [b.base_offset for b in split(items)[0]] == [2, 5]
+    assert items.index(p) == 0
+
+
+def test_corrupt_first_batch_of_a_file_with_nothing_valid_is_not_a_log() -> None:
+    b0, b1, _ = three_batches()
+    items = read_bytes(writer.with_batch_length(b0, 5) + writer.corrupt_crc(b1), SRC)
+    p = one_problem(items, ProblemKind.NOT_A_METADATA_LOG)
+    assert p.position == 0 and p.offset == 0  # the name 00000000000000000000.log says where the log would start
+    assert "no valid batch starts in the first" in p.message
+
+
+class _CountingStream(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.served = 0
+
+    def read(self, n: int | None = -1, /) -> bytes:
+        data = super().read(n)
+        self.served += len(data)
+        return data
+
+
+@pytest.mark.parametrize(("garbage", "found"), [(150, True), (400, False)])
+def test_the_search_for_a_valid_batch_is_bounded(monkeypatch: pytest.MonkeyPatch, garbage: int, found: bool) -> None:
+    monkeypatch.setattr(batch_module, "RESYNC_WINDOW", 300)
+    b0, b1, b2 = three_batches()
+    tail = b"".join(writer.encode_batch(10 + i, [writer.noop()], 1, 5) for i in range(50))
+    stream = _CountingStream(writer.with_batch_length(b0, 5)[:17] + bytes(garbage - 17) + b1 + b2 + tail)
+    items = list(read_batches(stream, SRC))
+    if found:
+        p = one_problem(items, ProblemKind.BATCH_TOO_SHORT)
+        assert len(p.raw or b"") == garbage
+        assert [b.base_offset for b in split(items)[0]][:2] == [2, 5] and len(split(items)[0]) == 52
+    else:
+        p = one_problem(items, ProblemKind.NOT_A_METADATA_LOG)
+        assert split(items)[0] == []
+        assert stream.served <= 300 + len(b1)  # the window, and no more than one batch beyond it
+        assert len(p.raw or b"") <= stream.served
+
+
+# ---- snapshot structure -----------------------------------------------------------------------------------------
+
+SNAP = "00000000000000000010-0000000002.checkpoint"
+
+
+def snapshot_parts() -> tuple[bytes, bytes, bytes]:
+    data = writer.snapshot_bytes([acl(0), acl(1)], 2, 1000)
+    header = writer.encode_batch(0, [writer.snapshot_header(1000)], 2, 1000, control=True)
+    footer = writer.encode_batch(3, [writer.snapshot_footer()], 2, 1000, control=True)
+    assert data.startswith(header) and data.endswith(footer)
+    return header, data[len(header):-len(footer)], footer
+
+
+def write_file(tmp_path: os.PathLike[str], name: str, data: bytes) -> str:
+    path = os.path.join(str(tmp_path), name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def test_a_whole_snapshot_has_no_structure_problem(tmp_path: os.PathLike[str]) -> None:
+    header, body, footer = snapshot_parts()
+    for name in (SNAP, "bootstrap.checkpoint"):
+        items = list(read_file(write_file(tmp_path, name, header + body + footer)))
+        assert split(items)[1] == [] and len(split(items)[0]) == 3
+
+
+def test_snapshot_without_header(tmp_path: os.PathLike[str]) -> None:
+    _, body, footer = snapshot_parts()
+    path = write_file(tmp_path, SNAP, body + footer)
+    items = list(read_file(path))
+    (p,) = split(items)[1]
+    assert (p.kind, p.file, p.position, p.offset) == (ProblemKind.SNAPSHOT_NO_HEADER, path, 0, 1)
+    assert "its first batch (offsets 1..2) is a data batch" in p.message
+    assert items.index(p) == 0  # reported before the batch it concerns
+    leader = writer.encode_batch(0, [writer.leader_change(1, [1])], 2, 1000, control=True)
+    (p,) = split(list(read_file(write_file(tmp_path, SNAP, leader + body + footer))))[1]
+    assert p.kind == ProblemKind.SNAPSHOT_NO_HEADER and "whose first record is LEADER_CHANGE" in p.message
+
+
+def test_snapshot_without_footer(tmp_path: os.PathLike[str]) -> None:
+    header, body, footer = snapshot_parts()
+    path = write_file(tmp_path, "bootstrap.checkpoint", header + body)
+    items = list(read_file(path))
+    (p,) = split(items)[1]
+    assert (p.kind, p.file, p.position, p.offset) == (ProblemKind.SNAPSHOT_NO_FOOTER, path, len(header), 2)
+    assert items[-1] is p
+    cut = list(read_file(write_file(tmp_path, SNAP, header + body + footer[:-4])))  # a partial footer
+    assert [q.kind for q in split(cut)[1]] == [ProblemKind.TRUNCATED_TAIL, ProblemKind.SNAPSHOT_NO_FOOTER]
+
+
+def test_empty_snapshot_has_neither_header_nor_footer(tmp_path: os.PathLike[str]) -> None:
+    path = write_file(tmp_path, SNAP, b"")
+    problems = split(list(read_file(path)))[1]
+    assert [(p.kind, p.position, p.offset) for p in problems] == [
+        (ProblemKind.SNAPSHOT_NO_HEADER, 0, 0), (ProblemKind.SNAPSHOT_NO_FOOTER, 0, 0)]
+
+
+def test_a_snapshot_that_is_no_log_at_all_says_only_that(tmp_path: os.PathLike[str]) -> None:
+    path = write_file(tmp_path, SNAP, b"just some text, not a snapshot\n" * 4)
+    assert [p.kind for p in split(list(read_file(path)))[1]] == [ProblemKind.NOT_A_METADATA_LOG]
+
+
+def test_structure_is_checked_for_snapshots_only(tmp_path: os.PathLike[str]) -> None:
+    _, body, _ = snapshot_parts()
+    assert split(list(read_file(write_file(tmp_path, SRC, body))))[1] == []
+    assert [p.kind for p in split(list(read_file(write_file(tmp_path, "x.bin", body), snapshot=True)))[1]] == [
+        ProblemKind.SNAPSHOT_NO_HEADER, ProblemKind.SNAPSHOT_NO_FOOTER]
+    assert [p.kind for p in split(read_bytes(body, SRC, snapshot=True))[1]] == [
+        ProblemKind.SNAPSHOT_NO_HEADER, ProblemKind.SNAPSHOT_NO_FOOTER]
+
+
+def test_strict_mode_raises_at_a_missing_header(tmp_path: os.PathLike[str]) -> None:
+    _, body, footer = snapshot_parts()
+    with pytest.raises(DecodeError) as e:
+        list(read_file(write_file(tmp_path, SNAP, body + footer), strict=True))
+    assert e.value.problem.kind == ProblemKind.SNAPSHOT_NO_HEADER
+
+
+def test_every_reader_of_a_dump_reports_the_structure(tmp_path: os.PathLike[str]) -> None:
+    header, body, _ = snapshot_parts()
+    path = write_file(tmp_path, SNAP, header + body)
+    (source,) = files.discover([str(tmp_path)])[0]
+    assert [p.kind for p in read_source(source) if isinstance(p, Problem)] == [ProblemKind.SNAPSHOT_NO_FOOTER]
+    summary = ProblemSummary()
+    result = replay_paths([str(tmp_path)], summary=summary)
+    assert summary.counts["snapshot_no_footer"] == 1  # counted once, though the replayer sees it too
+    assert any(a.kind == ProblemKind.SNAPSHOT_NO_FOOTER and a.file == path for a in result.anomalies)
+
+
+# ---- unknown tagged fields ----------------------------------------------------------------------------------------
+
+
+def test_unknown_tagged_fields_are_a_notice_and_the_record_stays_decoded() -> None:
+    voters = writer.control_record(writer.KRAFT_VOTERS, {"version": 0, "voters": [
+        {"voterId": 1, "voterDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA",
+         "endpoints": [{"name": "CONTROLLER", "host": "h", "port": 9093, "_unknownTags": {9: b"\xee"}}],
+         "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1, "_unknownTags": {4: b""}},
+         "_unknownTags": {10: b""}}]}, unknown_tags={3: b"\x01\x02"})
+    control = writer.encode_batch(0, [voters], 1, 5, control=True)
+    data = writer.encode_batch(1, [writer.metadata_record(18, 0, BOB.to_record_data("AAAAAAAAAAAAAAAAAAAA01"),
+                                                          unknown_tags={5: b"\xab\xcd", 31: b""})], 1, 5)
+    items = read_bytes(control + data, SRC)
+    batches, problems = split(items)
+    assert [p.kind for p in problems] == [ProblemKind.UNKNOWN_TAGGED_FIELD] * 2
+    assert all(p.is_notice for p in problems)
+    first, second = problems
+    assert (first.file, first.position, first.offset) == (SRC, 0, 0)
+    assert first.message == (
+        "record at offset 0 (KRAFT_VOTERS v0) has unknown tagged field(s) 3 (2 bytes); in voters[0]: 10 (0 bytes); "
+        "in voters[0].endpoints[0]: 9 (1 byte); in voters[0].kRaftVersionFeature: 4 (0 bytes); the record is "
+        "decoded and the unknown tags are kept raw")
+    assert (second.position, second.offset) == (len(control), 1)
+    assert "(ACCESS_CONTROL_ENTRY_RECORD v0) has unknown tagged field(s) 5 (2 bytes), 31 (0 bytes);" in second.message
+    acl_record = batches[1].records[0]
+    assert acl_record.data is not None and acl_record.data["principal"] == "User:bob" and acl_record.error is None
+    assert acl_record.unknown_tags == {5: b"\xab\xcd", 31: b""}
+    assert batches[0].records[0].data["voters"][0]["endpoints"][0]["port"] == 9093  # type: ignore[index]
 
 
 @settings(max_examples=300, deadline=None)

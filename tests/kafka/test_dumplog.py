@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,7 +15,7 @@ from typing import Any
 import pytest
 
 from replay.kafka import batch as batch_reader
-from replay.kafka import dumplog, schemas, writer
+from replay.kafka import dumplog, message, schemas, writer
 from replay.kafka.model import Batch, Problem, ProblemKind, Record
 
 T0 = 1_700_000_000_000
@@ -91,6 +94,30 @@ def _acl(acl_id: str, principal: str) -> writer.RecordInput:
                                       "principal": principal, "host": "*", "operation": 3, "permissionType": 3})
 
 
+def tagged_acl() -> writer.RecordInput:
+    """An ACL record with tagged fields its schema does not know (a newer writer's)."""
+    return writer.metadata_record(18, 0, {"id": ACL_B, "resourceType": 2, "resourceName": "foo", "patternType": 3,
+                                          "principal": "User:tags", "host": "*", "operation": 3, "permissionType": 3},
+                                  unknown_tags={5: b"\xab\xcd", 31: b""})
+
+
+def tagged_voters() -> writer.RecordInput:
+    """A VotersRecord with unknown tags at the top and in nested structs."""
+    return writer.control_record(writer.KRAFT_VOTERS, {"version": 0, "voters": [{
+        "voterId": 1, "voterDirectoryId": ACL_B,
+        "endpoints": [{"name": "CONTROLLER", "host": "localhost", "port": 9093, "_unknownTags": {9: b"\xee"}}],
+        "kRaftVersionFeature": {"minSupportedVersion": 0, "maxSupportedVersion": 1},
+        "_unknownTags": {10: b""}}]}, unknown_tags={3: b"\x01"})
+
+
+def without_unknown_tags(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_unknown_tags(v) for k, v in value.items() if k != message.UNKNOWN_TAGS_KEY}
+    if isinstance(value, list):
+        return [without_unknown_tags(v) for v in value]
+    return value
+
+
 BAD_VALUES = [  # values Kafka cannot read, each with its own error text
     None, b"", b"\x01", b"\x01\x12", b"\x00\x14\x00\x00", b"\x02\x14\x00\x00", b"\x01\x08\xff\xff\xff\x7f",
     b"\x01\xff\x7f\x00", b"\x01\x80\x80\x02\x00", b"\x01\x06\x00\x00", b"\x01\x1d\x00\x00\x00\x00\x05\x00",
@@ -113,6 +140,8 @@ def build_corpus(d: Path) -> dict[str, str]:
         w.append([writer.begin_txn(None), _acl(ACL_A, "User:carol"), writer.abort_txn("Controller failover")])
         for codec in ("gzip", "snappy", "lz4", "zstd"):
             w.append([writer.noop(), _acl(ACL_A, f"User:{codec}"), writer.remove_acl_record(ACL_A)], codec=codec)
+        w.append([writer.noop(), tagged_acl()])  # Kafka reads unknown tags and never prints them
+        w.append_control([tagged_voters()])
         records = every_record()
         for start in range(0, len(records), 7):
             w.append(records[start:start + 7], codec=["none", "gzip", "zstd"][start % 3])
@@ -313,22 +342,25 @@ def test_parse_text_gives_back_the_records(corpus: dict[str, str], variant: str,
             else:
                 assert (ra.offset, ra.timestamp, ra.key) == (rb.offset, rb.timestamp, rb.key)
                 assert [k for k, _ in ra.headers] == [k for k, _ in rb.headers]
+            tagged = bool(message.unknown_tags_by_path(rb.data, rb.unknown_tags))  # the text cannot hold them
             if rb.is_control:
                 assert ra.is_control
                 if skip:
                     continue
                 assert ra.control_type == rb.control_type
                 if rb.data is not None and not (variant == "4.0" and rb.control_type == 2):
-                    assert ra.data == rb.data
-                    assert ra.value == rb.value  # re-encoded control bodies are byte-identical here
+                    assert ra.data == without_unknown_tags(rb.data)
+                    assert (ra.value == rb.value) != tagged  # re-encoded control bodies are byte-identical here
             elif rb.data is not None and rb.api_key in dumplog.KAFKA_43_API_KEYS:
-                assert (ra.type_name, ra.version, ra.data, ra.api_key) == (rb.type_name, rb.version, rb.data,
-                                                                         rb.api_key)
-                assert ra.value == rb.value
+                assert (ra.type_name, ra.version, ra.data, ra.api_key) == (rb.type_name, rb.version,
+                                                                         without_unknown_tags(rb.data), rb.api_key)
+                assert (ra.value == rb.value) != tagged
             else:
                 assert ra.data is None and ra.error
     problems = [p for p in parsed if isinstance(p, Problem)]
     assert not [p for p in problems if p.kind == ProblemKind.BAD_TEXT_LINE]
+    # the snapshot and bootstrap sections are whole, even when the text omits their control records
+    assert not [p for p in problems if p.kind in (ProblemKind.SNAPSHOT_NO_HEADER, ProblemKind.SNAPSHOT_NO_FOOTER)]
     assert sum(p.kind == ProblemKind.TRUNCATED_TAIL for p in problems) == 2
     assert any(p.kind == ProblemKind.BAD_RECORD and "Error" not in p.message for p in problems)
 
@@ -371,11 +403,14 @@ def test_bad_lines_are_reported_with_line_numbers(corpus: dict[str, str]) -> Non
     text.append("Found many invalid bytes")
     items = list(dumplog.parse_text(iter(text), "pasted.txt"))
     bad = [p for p in items if isinstance(p, Problem) and p.kind == ProblemKind.BAD_TEXT_LINE]
-    assert [p.position for p in bad] == [4, payload + 1, payload + 2, len(text)]
+    assert [p.line for p in bad] == [4, payload + 1, payload + 2, len(text)]
+    # a line number is never passed off as a byte position
+    assert all(p.position is None and p.file == "pasted.txt" for p in bad)
+    assert bad[0].describe() == (f"bad_text_line: pasted.txt, line 4: not a dump-log line (in the section dumping "
+                                 f"{corpus['snapshot']}): 'garbage in the middle'")
     # the batch around the garbage line keeps its records
     first = next(i for i in items if isinstance(i, Batch))
     assert [r.type_name for r in first.records] == ["SNAPSHOT_HEADER", "KRAFT_VERSION", "KRAFT_VOTERS"]
-    assert all(p.file == "pasted.txt" and f"line {p.position}" in p.message for p in bad)
 
 
 def test_error_payload_lines_become_problems(corpus: dict[str, str]) -> None:
@@ -384,8 +419,13 @@ def test_error_payload_lines_become_problems(corpus: dict[str, str]) -> None:
     assert len(errors) >= len(BAD_VALUES) - 2  # two of them Kafka reads (a NoOp v5, an ACL v1)
     problems = [p for p in dumplog.parse_text(text, "t") if isinstance(p, Problem) and
                 p.kind == ProblemKind.BAD_RECORD]
-    assert [int(p.message.split(":")[0].split()[1]) for p in problems] == errors
-    assert all(p.offset is not None for p in problems)
+    assert [p.line for p in problems] == errors
+    batch_lines = [i for i, line in enumerate(text, 1) if line.startswith("baseOffset: ")]
+    for p in problems:  # the position is the batch's byte position in the dumped file, as the text gives it
+        assert p.line is not None
+        batch_line = text[max(i for i in batch_lines if i < p.line) - 1]
+        assert f" position: {p.position} " in batch_line
+        assert p.file == corpus["segment"] and p.offset is not None and f"| offset: {p.offset} " in text[p.line - 1]
 
 
 def test_text_from_a_file_object(tmp_path: Path, corpus: dict[str, str]) -> None:
@@ -443,9 +483,9 @@ def test_record_json_for_an_undecodable_record() -> None:
     assert dumplog.payload_text(rec) == "Error at 5, skipping. Error while reading type"
 
 
-def test_with_sections_routes_each_file(corpus: dict[str, str]) -> None:
+def test_text_sections_route_each_file_and_its_problems(corpus: dict[str, str]) -> None:
     paths = [corpus[k] for k in ["segment", "snapshot", "bootstrap"]]
-    items = list(dumplog.with_sections(dumplog.parse_text(dumplog.render_files(paths), "t.txt")))
+    items = list(dumplog.parse_text_sections(dumplog.render_files(paths), "t.txt"))
     sections = [i for i in items if isinstance(i, dumplog.Section)]
     assert [s.path for s in sections] == paths
     assert (sections[0].kind, sections[0].log_start_offset) == ("segment", 0)
@@ -457,6 +497,13 @@ def test_with_sections_routes_each_file(corpus: dict[str, str]) -> None:
             current = item
         elif isinstance(item, Batch):
             assert current is not None and item.source == current.path
+        else:  # every finding about a dumped file arrives inside that file's section
+            assert current is not None and item.file == current.path, item.describe()
+    tail = next(i for i in items if isinstance(i, Problem) and i.kind == ProblemKind.TRUNCATED_TAIL)
+    segment_batches = [i for i in items if isinstance(i, Batch) and i.source == corpus["segment"]]
+    last = segment_batches[-1].header
+    assert (tail.position, tail.offset) == (last.position + last.size, last.last_offset + 1)
+    assert tail.line == next(n for n, line in enumerate(dumplog.render_files(paths), 1) if line.startswith("Found "))
 
 
 def test_render_file_reports_decoder_problems(corpus: dict[str, str]) -> None:
@@ -465,3 +512,111 @@ def test_render_file_reports_decoder_problems(corpus: dict[str, str]) -> None:
     kinds = {p.kind for p in seen}
     assert {ProblemKind.BAD_CRC, ProblemKind.TRUNCATED_TAIL, ProblemKind.BAD_RECORD} <= kinds
     assert lines[-1].startswith("Found 40 invalid bytes at the end of ")
+
+
+# ---- snapshot structure in text ---------------------------------------------------------------------------------
+
+
+def _snapshot_text(tmp_path: Path, batches: list[bytes], skip: bool = False) -> tuple[str, list[str]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "00000000000000000009-0000000002.checkpoint"
+    path.write_bytes(b"".join(batches))
+    return str(path), list(dumplog.render_file(str(path), skip_record_metadata=skip))
+
+
+def _snapshot_batches() -> tuple[bytes, bytes, bytes]:
+    header = writer.encode_batch(0, [writer.snapshot_header(T0)], 2, T0, control=True)
+    data = writer.encode_batch(1, [_acl(ACL_A, "User:alice"), writer.noop()], 2, T0)
+    footer = writer.encode_batch(3, [writer.snapshot_footer()], 2, T0, control=True)
+    return header, data, footer
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["full", "skip"])
+def test_text_snapshot_sections_get_structure_problems(tmp_path: Path, skip: bool) -> None:
+    header, data, footer = _snapshot_batches()
+    _, good_text = _snapshot_text(tmp_path / "good", [header, data, footer], skip)
+    bad, bad_text = _snapshot_text(tmp_path / "bad", [data], skip)
+    text = good_text + bad_text + ["Dumping /x/bootstrap.checkpoint", "KRaft bootstrap snapshot"]
+    items = list(dumplog.parse_text_sections(text, "dump.txt"))
+    found: list[tuple[str | None, ProblemKind, int | None, int | None, int | None]] = []
+    current = None
+    for item in items:
+        if isinstance(item, dumplog.Section):
+            current = item.path
+        elif isinstance(item, Problem):
+            assert item.file == current  # in its own section's stream
+            found.append((item.file, item.kind, item.line, item.position, item.offset))
+    bad_batch_line = len(good_text) + 3
+    assert found == [
+        (bad, ProblemKind.SNAPSHOT_NO_HEADER, bad_batch_line, 0, 1),
+        (bad, ProblemKind.SNAPSHOT_NO_FOOTER, bad_batch_line, 0, 2),
+        ("/x/bootstrap.checkpoint", ProblemKind.SNAPSHOT_NO_HEADER, len(text) - 1, 0, 0),
+        ("/x/bootstrap.checkpoint", ProblemKind.SNAPSHOT_NO_FOOTER, len(text) - 1, 0, 0),
+    ]
+    snapshot_problems = [p for p in batch_reader.read_file(bad) if isinstance(p, Problem)]
+    assert [(p.kind, p.position, p.offset) for p in snapshot_problems] == [(k, pos, o) for _, k, _, pos, o in found[:2]]
+
+
+def test_a_log_section_needs_no_snapshot_structure(tmp_path: Path) -> None:
+    _, data, _ = _snapshot_batches()
+    path = tmp_path / "00000000000000000001.log"
+    path.write_bytes(data)
+    assert [i for i in dumplog.parse_text(dumplog.render_file(str(path)), "t") if isinstance(i, Problem)] == []
+
+
+# ---- inspect --format json ---------------------------------------------------------------------------------------
+
+
+def test_record_json_text_shows_unknown_tags_nested_too(corpus: dict[str, str]) -> None:
+    lines = []
+    for item in batch_reader.read_file(corpus["segment"]):
+        if isinstance(item, Batch):
+            lines += [dumplog.record_json_text(item, r) for r in item.records
+                      if message.unknown_tags_by_path(r.data, r.unknown_tags)]
+    acl, voters = (json.loads(line) for line in lines)
+    assert acl["unknownTaggedFields"] == {"5": "abcd", "31": ""} and acl["data"]["principal"] == "User:tags"
+    assert voters["unknownTaggedFields"] == {"3": "01", "voters[0]": {"10": ""}, "voters[0].endpoints[0]": {"9": "ee"}}
+    assert voters["control_type"] == "KRAFT_VOTERS" and "_unknownTags" not in lines[1]
+    assert '"data": {"version":0,"voters":[{"voterId":1,' in lines[1]  # Kafka's own JSON text
+
+
+# ---- against the tool: whole runs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.kafka
+def test_cli_dump_log_over_several_files_equals_kafka(corpus: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    from replay import cli
+
+    for keys in (["gaps", "segment", "snapshot"], ["snapshot", "gaps", "crash", "segment"]):
+        paths = [corpus[k] for k in keys]
+        theirs_out, theirs_err = run_kafka(paths, False)
+        capsys.readouterr()
+        out = io.StringIO()
+        assert cli.main(["inspect", "--format", "dump-log", *paths], out) == 0
+        err = capsys.readouterr().err.splitlines()
+        assert out.getvalue().splitlines() == theirs_out
+        summary_at = next(i for i, line in enumerate(err) if re.fullmatch(r"\d+ problem\(s\): .*", line))
+        assert err[:summary_at] == theirs_err  # our problem summary follows what the tool prints
+
+
+@pytest.mark.kafka
+def test_framing_failures_end_the_file_where_kafka_does(tmp_path: Path) -> None:
+    b0 = writer.encode_batch(0, [writer.noop(), writer.noop()], 1, T0)
+    b1 = writer.encode_batch(2, [writer.noop()], 1, T0)
+    cases = {
+        "text": b"this is a text file that someone named like a segment\n" * 3,
+        "short-first": writer.with_batch_length(b0, 5) + b1,
+        "long-first": writer.with_batch_length(b0, 10**6) + b1,
+        "magic-past-end": b1 + writer.with_batch_length(writer.with_magic(b0, 1), 10**6) + b1,
+        "tiny": b"0123456789",
+    }
+    paths = []
+    for i, (name, data) in enumerate(cases.items()):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{i:020d}.log").write_bytes(data)
+        paths.append(str(tmp_path / name / f"{i:020d}.log"))
+    for path in paths:
+        theirs_out, theirs_err = run_kafka([path], False)
+        err: list[str] = []
+        assert list(dumplog.render_files([path], stderr=err)) == theirs_out, path
+        assert err == theirs_err, path

@@ -158,3 +158,12 @@ def test_quorum_state_and_other_text_files(tmp_path: Path) -> None:
     assert files.find_cluster_id([str(v0.parent)]) == "abc"
     assert files.read_leader_epoch_checkpoint(str(meta / "leader-epoch-checkpoint")) == [(1, 0), (3, 150)]
     assert files.read_partition_metadata(str(meta / "partition.metadata"))["topic_id"] == files.METADATA_TOPIC_ID
+
+
+@pytest.mark.parametrize(("name", "offset"), [
+    (SEG200, 200), (SNAP100, 0), ("bootstrap.checkpoint", 0), ("notes.txt", None), ("", None),
+    (f"file:/var/kafka/__cluster_metadata-0/{SEG200}", 200),
+])
+def test_first_offset_from_name(name: str, offset: int | None) -> None:
+    """Where a file's first batch should be: snapshots count their offsets from 0, segments from their name."""
+    assert files.first_offset_from_name(name) == offset

@@ -346,6 +346,10 @@ def test_nested_unknown_tags_kept() -> None:
     assert voter["endpoints"][0][UNKNOWN_TAGS_KEY] == {9: h("ee")}
     assert d.unknown_tags == {}
     assert encode_control_value(6, d.data) == value
+    # every unknown tag by where it is, each struct before the structs inside it
+    assert message.unknown_tags_by_path(d.data, {4: b"\x01"}) == {
+        "": {4: b"\x01"}, "voters[0]": {10: b""}, "voters[0].endpoints[0]": {9: h("ee")}}
+    assert message.unknown_tags_by_path(decode_metadata_value(h("011400 00")).data, {}) == {}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,0 +1,510 @@
+"""`kraft-replay` from the command line: every bad input of issue 2 through `inspect` and `acls`, with and without
+`--strict`; the output formats on a small log with known ACLs; the commands' wiring (no Spark is started here)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay import cli
+from replay.kafka import files, writer
+from replay.kafka.acl import AclBinding
+
+T0 = 1_700_000_000_000
+ID_A = "AAAAAAAAAAAAAAAAAAAAAQ"
+ID_B = "AAAAAAAAAAAAAAAAAAAAAg"
+ID_C = "AAAAAAAAAAAAAAAAAAAAAw"
+ALICE = AclBinding.of("TOPIC", "payments", "LITERAL", "User:alice", "*", "READ", "ALLOW")
+BOB = AclBinding.of("TOPIC", "orders", "PREFIXED", "User:bob", "10.0.0.1", "WRITE", "DENY")
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """main(argv): exit code, stdout, stderr."""
+    capsys.readouterr()
+    out = io.StringIO()
+    code = cli.main(argv, out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+def batch(offset: int, records: list[writer.RecordInput], minute: int = 0, **options: Any) -> bytes:
+    return writer.encode_batch(offset, records, epoch=1, timestamp=T0 + 60_000 * minute, **options)
+
+
+def raw_batch(offset: int, area: bytes, count: int, codec: int = 0) -> bytes:
+    return writer.assemble_batch(offset, area, count, max(count - 1, 0), epoch=1, timestamp=T0, attributes=codec)
+
+
+def write(path: Path, data: bytes) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return str(path)
+
+
+def segment(tmp: Path, data: bytes, base: int = 0) -> str:
+    return write(tmp / "__cluster_metadata-0" / files.segment_name(base), data)
+
+
+# ---- the bad inputs of issue 2, item 6 ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A bad input: the files to give (the first one is where the problem is), where the problem is, and the
+    offset to ask `acls` about."""
+
+    paths: list[str]
+    position: int
+    offset: int
+    as_of: int = 3
+
+
+def _head() -> tuple[bytes, bytes]:
+    """Two good batches: offsets 0 (ACL alice) and 1..2 (ACL bob, NoOp)."""
+    return batch(0, [writer.acl_record(ID_A, ALICE)]), batch(1, [writer.acl_record(ID_B, BOB), writer.noop()], 1)
+
+
+def _tail_batch() -> bytes:
+    return batch(3, [writer.noop()], 2)
+
+
+def _log_with(middle: bytes) -> Callable[[Path], Bad]:
+    """b0 + `middle` (at offset 1) + a NoOp at offset 3."""
+
+    def make(tmp: Path) -> Bad:
+        b0, _ = _head()
+        return Bad([segment(tmp, b0 + middle + _tail_batch())], len(b0), 1)
+
+    return make
+
+
+def _records_batch(*values: bytes | None) -> bytes:
+    """A batch at offset 1 holding records with these values, the first being ACL bob."""
+    area = writer.encode_record(0, writer.acl_record(ID_B, BOB).value)
+    area += b"".join(writer.encode_record(i + 1, v) for i, v in enumerate(values))
+    return raw_batch(1, area, 1 + len(values))
+
+
+def truncated_tail(tmp: Path) -> Bad:
+    b0, b1 = _head()
+    return Bad([segment(tmp, b0 + b1 + _tail_batch()[:-10])], len(b0) + len(b1), 3, as_of=2)
+
+
+def record_overrun(tmp: Path) -> Bad:
+    b0, _ = _head()
+    good = writer.encode_record(0, writer.acl_record(ID_B, BOB).value)
+    second = writer.encode_record(1, writer.noop().value)
+    middle = raw_batch(1, good + writer.varint(500) + second[1:], 2)
+    return Bad([segment(tmp, b0 + middle + _tail_batch())], len(b0), 2)
+
+
+def trailing_bytes(tmp: Path) -> Bad:
+    b0, _ = _head()
+    body = writer.encode_record(1, writer.noop().value)[1:] + b"\x07\x07"
+    area = writer.encode_record(0, writer.acl_record(ID_B, BOB).value) + writer.varint(len(body)) + body
+    return Bad([segment(tmp, b0 + raw_batch(1, area, 2) + _tail_batch())], len(b0), 2)
+
+
+def unknown_api_key(tmp: Path) -> Bad:
+    b0, _ = _head()
+    return Bad([segment(tmp, b0 + _records_batch(bytes.fromhex("01ff7f00")) + _tail_batch())], len(b0), 2)
+
+
+def unknown_version(tmp: Path) -> Bad:
+    b0, _ = _head()
+    value = bytes.fromhex("011205") + bytes(20)  # an AccessControlEntryRecord at version 5
+    return Bad([segment(tmp, b0 + _records_batch(value) + _tail_batch())], len(b0), 2)
+
+
+def _replay_log(records: list[writer.RecordInput]) -> Callable[[Path], Bad]:
+    """b0 (ACL alice at 0), then `records` in one batch from offset 1; the anomaly is at the last of them."""
+
+    def make(tmp: Path) -> Bad:
+        b0, _ = _head()
+        return Bad([segment(tmp, b0 + batch(1, records, 1))], len(b0), len(records), as_of=len(records))
+
+    return make
+
+
+def _snapshot(tmp: Path, batches: list[bytes]) -> str:
+    return write(tmp / "__cluster_metadata-0" / files.snapshot_name(4, 1), b"".join(batches))
+
+
+def snapshot_no_header(tmp: Path) -> Bad:
+    b0, b1 = _head()
+    log = segment(tmp, b0 + b1 + _tail_batch())
+    snap = _snapshot(tmp, [batch(0, [writer.acl_record(ID_B, BOB)], 2),
+                           batch(1, [writer.snapshot_footer()], 2, control=True)])
+    return Bad([snap, log], 0, 0)
+
+
+def snapshot_no_footer(tmp: Path) -> Bad:
+    b0, b1 = _head()
+    log = segment(tmp, b0 + b1 + _tail_batch())
+    header = batch(0, [writer.snapshot_header(T0)], 2, control=True)
+    data = batch(1, [writer.acl_record(ID_B, BOB), writer.noop()], 2)
+    return Bad([_snapshot(tmp, [header, data]), log], len(header), 2)
+
+
+def not_a_metadata_log(tmp: Path) -> Bad:
+    return Bad([segment(tmp, b"this is a text file that someone named like a segment\n" * 3, base=40)], 0, 40)
+
+
+DECODER_CASES: dict[str, Callable[[Path], Bad]] = {
+    "truncated_tail": truncated_tail,
+    "bad_crc": _log_with(writer.corrupt_crc(_head()[1])),
+    "bad_magic": _log_with(writer.with_magic(_head()[1], 1)),
+    "batch_too_short": _log_with(writer.with_batch_length(_head()[1], 5)),
+    "unknown_codec": _log_with(raw_batch(1, writer.encode_record(0, writer.noop().value), 1, codec=6)),
+    "record_overrun": record_overrun,
+    "trailing_bytes": trailing_bytes,
+    "unknown_api_key": unknown_api_key,
+    "unknown_version": unknown_version,
+    "snapshot_no_header": snapshot_no_header,
+    "snapshot_no_footer": snapshot_no_footer,
+    "not_a_metadata_log": not_a_metadata_log,
+}
+REPLAY_CASES: dict[str, Callable[[Path], Bad]] = {
+    "nested_begin": _replay_log([writer.begin_txn("a"), writer.begin_txn("b")]),
+    "end_without_begin": _replay_log([writer.noop(), writer.end_txn()]),
+    "abort_without_begin": _replay_log([writer.noop(), writer.abort_txn("Controller failover")]),
+    "unknown_remove": _replay_log([writer.noop(), writer.remove_acl_record(ID_C)]),
+    "duplicate_id": _replay_log([writer.noop(), writer.acl_record(ID_A, BOB)]),
+}
+COMMANDS = {"inspect": lambda bad: ["inspect", *bad.paths],
+            "acls": lambda bad: ["acls", *bad.paths, "--as-of-offset", str(bad.as_of)]}
+MATRIX = [(kind, command) for kind in DECODER_CASES for command in COMMANDS]
+MATRIX += [(kind, "acls") for kind in REPLAY_CASES]
+
+
+def summary_count(stderr: str, kind: str) -> int:
+    """How many problems of `kind` the summary line at the end counts."""
+    line = next(ln for ln in stderr.splitlines() if re.fullmatch(r"\d+ problem\(s\): .*", ln))
+    m = re.search(rf"(?:: |, ){kind} (\d+)(?:,|$)", line)
+    return int(m.group(1)) if m else 0
+
+
+@pytest.mark.parametrize(("kind", "command"), MATRIX, ids=[f"{k}-{c}" for k, c in MATRIX])
+def test_every_bad_input_is_named_counted_and_fails_strict(
+    kind: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = {**DECODER_CASES, **REPLAY_CASES}[kind](tmp_path)
+    argv = COMMANDS[command](bad)
+    code, _, err = run(argv, capsys)
+    assert code == cli.EXIT_OK, err
+    assert summary_count(err, kind) >= 1, err
+    where = f"{kind}: {bad.paths[0]}, byte {bad.position}, offset {bad.offset}: "
+    assert any(line.strip().startswith(where) for line in err.splitlines()), (where, err)
+    strict_code, _, strict_err = run([*argv, "--strict"], capsys)
+    assert strict_code == cli.EXIT_PROBLEMS
+    assert summary_count(strict_err, kind) == summary_count(err, kind)
+
+
+def test_the_good_rest_of_a_bad_file_is_still_answered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = DECODER_CASES["batch_too_short"](tmp_path)
+    # the ACL of the first batch and the NoOp after the unframeable batch are both decoded
+    code, out, err = run(["inspect", *bad.paths], capsys)
+    assert code == 0 and "2 batches, 2 records, offsets 0..3" in out
+    code, out, err = run(["acls", *bad.paths, "--as-of-offset", "0", "--format", "json"], capsys)
+    assert [a["id"] for a in json.loads(out)["acls"]] == [ID_A]
+    # after the lost offsets 1..2 alice's ACL may have been removed: it is listed as uncertain, not dropped
+    code, out, err = run(["acls", *bad.paths, "--as-of-offset", "3", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert (doc["acls"], [a["id"] for a in doc["uncertain"]], doc["exact"]) == ([], [ID_A], False)
+    assert "not certain" in err
+
+
+def test_a_corrupt_first_batch_does_not_hide_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    b0, b1 = _head()
+    path = segment(tmp_path, writer.with_batch_length(b0, 3) + b1 + _tail_batch())
+    code, out, err = run(["inspect", path], capsys)
+    assert code == 0 and "2 batches, 3 records, offsets 1..3" in out
+    assert summary_count(err, "batch_too_short") == 1 and summary_count(err, "not_a_metadata_log") == 0
+    assert f"batch_too_short: {path}, byte 0, offset 0: " in err
+
+
+# ---- a small log with known ACLs --------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def small_log(tmp_path: Path) -> str:
+    """offset 0: + alice (minute 0); 1..2: + bob, ClientQuota 1.0E7 (minute 1); 3: - alice (minute 2)."""
+    quota = writer.metadata_record(14, 0, {"entity": [{"entityType": "user", "entityName": "bob"}],
+                                           "key": "producer_byte_rate", "value": 1.0e7, "remove": False})
+    return segment(tmp_path, batch(0, [writer.acl_record(ID_A, ALICE)], 0)
+                   + batch(1, [writer.acl_record(ID_B, BOB), quota], 1)
+                   + batch(3, [writer.remove_acl_record(ID_A)], 2))
+
+
+def test_inspect_summary(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["inspect", small_log], capsys)
+    assert code == 0
+    assert out.splitlines() == [f"{small_log}: segment, 3 batches, 4 records, offsets 0..3",
+                                "  ACCESS_CONTROL_ENTRY_RECORD: 2", "  CLIENT_QUOTA_RECORD: 1",
+                                "  REMOVE_ACCESS_CONTROL_ENTRY_RECORD: 1"]
+    assert err.splitlines() == ["no problems found"]
+
+
+def test_inspect_json_embeds_kafka_json_as_printed(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["inspect", "--format", "json", small_log], capsys)
+    assert code == 0
+    lines = out.splitlines()
+    objs = [json.loads(line) for line in lines]
+    assert [(o["offset"], o["type"], o["base_offset"]) for o in objs] == [
+        (0, "ACCESS_CONTROL_ENTRY_RECORD", 0), (1, "ACCESS_CONTROL_ENTRY_RECORD", 1),
+        (2, "CLIENT_QUOTA_RECORD", 1), (3, "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", 3)]
+    assert objs[0]["data"] == {"id": ID_A, "resourceType": 2, "resourceName": "payments", "patternType": 3,
+                               "principal": "User:alice", "host": "*", "operation": 3, "permissionType": 3}
+    assert objs[2]["append_time"] == T0 + 60_000 and objs[2]["codec"] == "none" and objs[2]["crc_ok"] is True
+    # the double is Kafka's text (Java's Double.toString), not Python's re-serialisation
+    assert '"data": {"entity":[{"entityType":"user","entityName":"bob"}],"key":"producer_byte_rate",' \
+           '"value":1.0E7,"remove":false}' in lines[2]
+    assert "unknownTaggedFields" not in out
+
+
+def test_inspect_json_lists_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = DECODER_CASES["bad_crc"](tmp_path)
+    _, out, _ = run(["inspect", "--format", "json", *bad.paths], capsys)
+    problems = [o for o in map(json.loads, out.splitlines()) if "problem" in o]
+    assert problems == [{"problem": "bad_crc", "file": bad.paths[0], "position": bad.position, "offset": 1,
+                         "message": problems[0]["message"]}]
+
+
+ALICE_KAFKA = ["Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=payments, patternType=LITERAL)`: ",
+               " \t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW) ", ""]
+BOB_KAFKA = ["Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=PREFIXED)`: ",
+             " \t(principal=User:bob, host=10.0.0.1, operation=WRITE, permissionType=DENY) ", ""]
+
+
+@pytest.mark.parametrize(("as_of", "expected"), [(0, ALICE_KAFKA), (2, BOB_KAFKA + ALICE_KAFKA), (3, BOB_KAFKA)])
+def test_acls_kafka_acls_format(small_log: str, as_of: int, expected: list[str],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["acls", small_log, "--as-of-offset", str(as_of)], capsys)
+    assert code == 0 and out.split("\n")[:-1] == expected
+    assert err.splitlines() == ["no problems found"]
+
+
+def test_acls_json_format(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["acls", small_log, "--as-of-offset", "2", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert (doc["asOfOffset"], doc["exact"], doc["uncertain"]) == (2, True, [])
+    assert doc["asOfTime"] == cli.format_time(T0 + 60_000)
+    assert doc["acls"] == [
+        {"id": ID_B, "resourceType": "TOPIC", "resourceName": "orders", "patternType": "PREFIXED",
+         "principal": "User:bob", "host": "10.0.0.1", "operation": "WRITE", "permissionType": "DENY"},
+        {"id": ID_A, "resourceType": "TOPIC", "resourceName": "payments", "patternType": "LITERAL",
+         "principal": "User:alice", "host": "*", "operation": "READ", "permissionType": "ALLOW"}]
+
+
+def test_acls_table_format(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["acls", small_log, "--as-of-offset", "2", "--format", "table"], capsys)
+    header, rule, *rows = out.splitlines()
+    assert header.split() == ["id", "resourceType", "resourceName", "patternType", "principal", "host",
+                              "operation", "permissionType", "certainty"]
+    assert set(rule) == {"-", " "}
+    assert [r.split() for r in rows] == [
+        [ID_B, "TOPIC", "orders", "PREFIXED", "User:bob", "10.0.0.1", "WRITE", "DENY", "certain"],
+        [ID_A, "TOPIC", "payments", "LITERAL", "User:alice", "*", "READ", "ALLOW", "certain"]]
+
+
+@pytest.mark.parametrize(("when", "expected"), [
+    (str(T0 + 90_000), BOB_KAFKA + ALICE_KAFKA),  # between the second and the third batch
+    (cli.format_time(T0 + 120_000), BOB_KAFKA),  # ISO-8601, exactly the third batch's time
+    ("2023-11-14T22:13:20", ALICE_KAFKA),  # T0 itself, with no zone: UTC
+])
+def test_acls_as_of_time(small_log: str, when: str, expected: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["acls", small_log, "--as-of-time", when], capsys)
+    assert code == 0 and out.split("\n")[:-1] == expected
+
+
+def test_acls_before_any_record_still_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = DECODER_CASES["bad_crc"](tmp_path)
+    code, out, err = run(["acls", *bad.paths, "--as-of-time", str(T0 - 1)], capsys)
+    assert code == cli.EXIT_USAGE and out == ""
+    assert "no record at or before" in err and summary_count(err, "bad_crc") == 1
+
+
+def test_acls_with_no_records_still_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = not_a_metadata_log(tmp_path)
+    code, _, err = run(["acls", *bad.paths], capsys)
+    assert code == cli.EXIT_USAGE
+    assert "the dump holds no records" in err and summary_count(err, "not_a_metadata_log") == 1
+
+
+def test_inspect_dump_log_text_with_a_snapshot_without_footer(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    bad = snapshot_no_footer(tmp_path / "d")
+    _, text, _ = run(["inspect", "--format", "dump-log", bad.paths[0]], capsys)
+    saved = tmp_path / "dump.txt"
+    saved.write_text(text)
+    code, _, err = run(["inspect", str(saved), "--strict"], capsys)
+    assert code == cli.EXIT_PROBLEMS and summary_count(err, "snapshot_no_footer") == 1
+    batch_line = next(n for n, line in enumerate(text.splitlines(), 1) if f"position: {bad.position} " in line)
+    assert f"snapshot_no_footer: {bad.paths[0]}, line {batch_line}, byte {bad.position}, offset 2: " in err
+
+
+# ---- inspect --format dump-log over several files ---------------------------------------------------------------
+
+
+def test_dump_log_over_several_files_is_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    gaps = segment(tmp_path / "g", batch(500, [writer.noop()]) + batch(505, [writer.noop()]), base=500)
+    good = segment(tmp_path / "ok", batch(0, [writer.noop()]))
+    crash = segment(tmp_path / "c", batch(0, [writer.noop()]) + bytes(40))
+    code, out, err = run(["inspect", "--format", "dump-log", gaps, good], capsys)
+    dumping = [line for line in out.splitlines() if line.startswith("Dumping ")]
+    assert code == 0 and dumping == [f"Dumping {gaps}", f"Dumping {good}"]  # the order given
+    assert err.splitlines()[:3] == [f"Non-consecutive offsets in {gaps}", "  -1 is followed by 500",
+                                    "  500 is followed by 505"]
+    code, out, err = run(["inspect", "--format", "dump-log", good, crash, gaps], capsys)
+    dumping = [line for line in out.splitlines() if line.startswith("Dumping ")]
+    assert dumping == [f"Dumping {good}", f"Dumping {crash}"]  # the tool dies in the second file
+    assert err.splitlines()[0].startswith('Exception in thread "main" org.apache.kafka.common.errors.'
+                                          'CorruptRecordException: Found record size 0 smaller than minimum')
+    assert "Non-consecutive" not in err and summary_count(err, "batch_too_short") == 1
+
+
+def test_dump_log_of_a_missing_file_dies_like_the_tool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / files.segment_name(0))
+    code, out, err = run(["inspect", "--format", "dump-log", missing, "--strict"], capsys)
+    assert out.splitlines() == [f"Dumping {missing}", "Log starting offset: 0"]
+    assert err.splitlines()[0] == f'Exception in thread "main" java.nio.file.NoSuchFileException: {missing}'
+    assert code == cli.EXIT_PROBLEMS and summary_count(err, "unreadable_file") == 1
+
+
+def test_dump_log_refuses_index_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    index = write(tmp_path / "00000000000000000000.index", bytes(8))
+    code, out, err = run(["inspect", "--format", "dump-log", index], capsys)
+    assert code == cli.EXIT_USAGE and out == "" and ".index" in err
+
+
+# ---- unknown tagged fields ---------------------------------------------------------------------------------------
+
+
+def test_unknown_tagged_fields_are_a_notice_that_strict_fails_on(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    record = writer.metadata_record(18, 0, ALICE.to_record_data(ID_A), unknown_tags={7: b"\xab\xcd"})
+    path = segment(tmp_path, batch(0, [writer.noop(), record]))
+    code, out, err = run(["inspect", "--format", "json", path], capsys)
+    assert code == 0 and summary_count(err, "unknown_tagged_field") == 1
+    assert (f"unknown_tagged_field: {path}, byte 0, offset 1: record at offset 1 (ACCESS_CONTROL_ENTRY_RECORD v0) has "
+            "unknown tagged field(s) 7 (2 bytes)") in err
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [o.get("problem") for o in objs] == ["unknown_tagged_field", None, None]
+    assert "unknownTaggedFields" not in objs[1]
+    assert objs[2]["unknownTaggedFields"] == {"7": "abcd"} and objs[2]["data"]["principal"] == "User:alice"
+    assert run(["inspect", path, "--strict"], capsys)[0] == cli.EXIT_PROBLEMS
+    _, out, _ = run(["inspect", "--format", "dump-log", path], capsys)
+    assert "abcd" not in out and '"principal":"User:alice"' in out
+    code, out, err = run(["acls", path, "--as-of-offset", "1"], capsys)  # the ACL still applies
+    assert code == 0 and out.split("\n")[:-1] == ALICE_KAFKA and summary_count(err, "unknown_tagged_field") == 1
+
+
+# ---- the Spark commands' wiring, with stand-ins for the Spark modules -------------------------------------------
+
+
+def test_building_the_parser_imports_no_spark() -> None:
+    code = ("import sys, replay.cli as c; c.build_parser(); "
+            "sys.exit(1 if any(m.startswith(('pyspark', 'py4j', 'delta')) for m in sys.modules) else 0)")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert subprocess.run([sys.executable, "-c", code], cwd=root, timeout=120).returncode == 0
+
+
+@pytest.fixture()
+def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """Stand-ins for the lake and the replay.spark modules the commands call; returns the calls made."""
+    calls: dict[str, list[Any]] = {"replay_lake": [], "sql": [], "audit": [], "sql_functions": [], "ingest": []}
+
+    def sql(query: str) -> Any:
+        calls["sql"].append(query)
+        return types.SimpleNamespace(collect=lambda: [])
+
+    lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql))
+    monkeypatch.setattr(cli, "_lake", lambda args: lake)
+
+    def module(name: str, **attrs: Any) -> None:
+        monkeypatch.setitem(sys.modules, f"replay.spark.{name}", types.SimpleNamespace(**attrs))
+
+    def replay_lake(lk: Any, clusters: list[str], high_watermark: int | None = None) -> dict[str, int]:
+        calls["replay_lake"].append((lk, clusters, high_watermark))
+        return {"acl_events": 5, "acl_history": 3}
+
+    class IngestError(RuntimeError):
+        pass
+
+    class StrictIngestError(IngestError):
+        pass
+
+    def ingest(spark: Any, paths: list[str], **kw: Any) -> Any:
+        calls["ingest"].append(paths)
+        if not os.path.exists(paths[0]):
+            raise IngestError(f"{paths[0]} does not exist")
+        return types.SimpleNamespace(lines=lambda: [f"{kw['cluster']}: 1 file(s)"])
+
+    def register_audit_functions(spark: Any, lk: Any) -> list[str]:
+        calls["audit"].append((spark, lk))
+        return ["acl_risky_grants", "acl_diff"]
+
+    def register_sql_functions(lk: Any) -> list[str]:
+        calls["sql_functions"].append(lk)
+        return ["acl_state_at"]
+
+    module("replay", replay_lake=replay_lake)
+    module("audits", register_audit_functions=register_audit_functions)
+    module("queries", register_sql_functions=register_sql_functions)
+    module("ingest", ingest=ingest, IngestError=IngestError, StrictIngestError=StrictIngestError)
+    calls["lake"] = [lake]
+    return calls
+
+
+def test_replay_command(fake_spark: dict[str, list[Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod", "--high-watermark", "120"], capsys)
+    assert code == 0 and fake_spark["replay_lake"] == [(fake_spark["lake"][0], ["prod"], 120)]
+    assert out == "replayed: acl_events 5, acl_history 3\n"
+
+
+def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["sql", "--lake", "/tmp/lake", "SELECT * FROM acl_risky_grants('prod', 10)"], capsys)
+    lake = fake_spark["lake"][0]
+    assert code == 0 and fake_spark["sql_functions"] == [lake] and fake_spark["audit"] == [(lake.spark, lake)]
+    assert fake_spark["sql"] == ["SELECT * FROM acl_risky_grants('prod', 10)"] and out == "(none)\n"
+
+
+def test_ingest_error_is_a_message_not_a_traceback(fake_spark: dict[str, list[Any]],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["ingest", "/no/such/dump", "--cluster", "prod", "--lake", "/tmp/lake"], capsys)
+    assert code == cli.EXIT_FAILED and out == ""
+    assert err.splitlines()[0] == "kraft-replay ingest: /no/such/dump does not exist"
+    assert fake_spark["replay_lake"] == []
+
+
+def test_ingest_then_replay_now_or_later(fake_spark: dict[str, list[Any]], tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["ingest", str(tmp_path), "--cluster", "prod", "--lake", "/tmp/lake", "--high-watermark", "7"]
+    code, out, err = run([*argv, "--no-replay"], capsys)
+    assert code == 0 and out == "prod: 1 file(s)\n" and fake_spark["replay_lake"] == []
+    assert "kraft-replay replay --lake /tmp/lake --cluster prod" in err
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and out == "prod: 1 file(s)\nreplayed: acl_events 5, acl_history 3\n"
+    assert fake_spark["replay_lake"] == [(fake_spark["lake"][0], ["prod"], 7)]
+
+
+@pytest.mark.parametrize(("host", "why"), [(None, "give --host"), ("*", "is not an IP address literal"),
+                                           ("db.example.com", "is not an IP address literal")])
+def test_authorize_needs_a_client_address(host: str | None, why: str, fake_spark: dict[str, list[Any]],
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["authorize", "--lake", "/tmp/lake", "--cluster", "prod", "--principal", "User:alice",
+            "--operation", "READ", "--topic", "payments"]
+    code, _, err = run(argv + ([] if host is None else ["--host", host]), capsys)
+    assert code == cli.EXIT_USAGE and why in err and "10.0.0.1" in err
+    assert cli._host_problem("::1") is None and cli._host_problem("10.0.0.1") is None
