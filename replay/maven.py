@@ -93,14 +93,25 @@ def kafka_jars() -> list[Path]:
     )
 
 
+LOG4J_VERSION = "2.25.4"  # the log4j-core that kafka_jars() resolves
+
+
+def logging_jars() -> list[Path]:
+    """The SLF4J 1.x -> Log4j 2 binding. Kafka's release tarball ships it in libs/; the Maven runtime closure of
+    kafka_2.13 does not, and without it the broker logs nothing (SLF4J falls back to its no-op logger)."""
+    jars = fetch(f"kafka-logging-{LOG4J_VERSION}", [f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}"])
+    return [j for j in jars if j.name.startswith("log4j-slf4j-impl")]
+
+
 def delta_jars() -> list[Path]:
     """Delta Lake for Spark 4.2 and its runtime closure, minus what pyspark ships."""
     return fetch(f"delta-{DELTA_JVM_VERSION}", [DELTA_ARTIFACT], exclude_groups=SPARK_PROVIDED_GROUPS)
 
 
 def main() -> None:
-    """`python -m replay.maven`: warm the cache (used by .ci/run)."""
-    for jar_set in (kafka_jars, delta_jars):
+    """`python -m replay.maven`: warm the cache (used by .ci/run and `make setup`), so that no later step (a broker
+    start, a Spark session) downloads: the Kafka broker and tools, the broker's logging binding, Delta Lake."""
+    for jar_set in (kafka_jars, logging_jars, delta_jars):
         jars = jar_set()
         print(f"{jar_set.__name__}: {len(jars)} jars in {jars[0].parent}")
 

@@ -19,7 +19,8 @@ create ACLs for `User:ANONYMOUS`.
 
 Snapshots and segments are made small so that a short history gives several of each:
 `metadata.log.max.record.bytes.between.snapshots` (default here 16 KiB; Kafka's 20 MiB),
-`metadata.log.max.snapshot.interval.ms` (Kafka's 1 h unless set) and the *internal, testing-only*
+`metadata.log.max.snapshot.interval.ms` (Kafka's 1 h unless set; the tests and samples use
+`SHORT_SNAPSHOT_INTERVAL_MS`) and the *internal, testing-only*
 `internal.metadata.log.segment.bytes` (default here 64 KiB): the public `metadata.log.segment.bytes` refuses
 anything below 8 MiB in 4.3.1, the internal one has no lower bound and wins when set.
 
@@ -46,6 +47,7 @@ import json
 import os
 import random
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -71,6 +73,21 @@ UTF8_FLAGS = ("-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.std
 
 class BrokerError(RuntimeError):
     pass
+
+
+class PortInUse(BrokerError):
+    """The broker could not bind a listener: another process took the port between `free_port()` and the bind."""
+
+
+# Kafka's SnapshotGenerator checks both limits each time it is handed committed records (at least every 500 ms:
+# NoOpRecords), and logs "Creating new KRaft snapshot file ... because we have waited at least 0 minute(s)" for a
+# time-triggered snapshot. One second is shorter than the time a history needs to write 8 KiB of records while the
+# driver's JVM warms up, so time-triggered snapshots land inside the history, not only while the broker idles.
+SHORT_SNAPSHOT_INTERVAL_MS = 1000
+
+# A free port can be taken by someone else before the JVM binds it; a fresh broker then retries with new ports.
+PORT_ATTEMPTS = 3
+BIND_FAILURE = "Address already in use"  # java.net.BindException's message, in Kafka's fatal startup error
 
 
 def random_cluster_id(seed: int | None = None) -> str:
@@ -233,6 +250,7 @@ class KafkaBroker:
         self.pid: int | None = None
         self.start_seconds: float | None = None
         self.format_seconds: float | None = None
+        self.port_retries = 0  # fresh storage re-formatted on new ports because a port was taken (see start)
 
     # ---- paths ---------------------------------------------------------------------------------------------
     @property
@@ -304,16 +322,41 @@ class KafkaBroker:
 
     def start(self, die_with_parent: bool = True) -> KafkaBroker:
         """Format on first use, launch, wait until ready. `die_with_parent`: Linux sends the JVM SIGTERM if this
-        Python process dies without stopping it (so a killed test run leaves no broker behind)."""
+        Python process dies without stopping it (so a killed test run leaves no broker behind).
+
+        A fresh broker whose listener port was taken before the JVM bound it (`free_port()` can only pick a port
+        that is free *now*) is formatted again on new ports, up to `PORT_ATTEMPTS` times in all: the dynamic
+        quorum's bootstrap snapshot records the controller endpoint, so new ports need new storage. A restart
+        keeps its storage and therefore its ports, and fails with `PortInUse` instead."""
         if self.proc is not None:
             raise BrokerError("already started")
-        if not self.formatted:
-            self.format()
-        else:
-            self._write_config()  # a restart: same ports, the storage is kept
+        fresh = not self.formatted
+        self.port_retries = 0
+        while True:
+            if not self.formatted:
+                self.format()
+            else:
+                self._write_config()  # a restart: same ports, the storage is kept
+            try:
+                return self._launch(die_with_parent)
+            except PortInUse:
+                if not fresh or self.port_retries + 1 >= PORT_ATTEMPTS:
+                    raise
+                self.port_retries += 1
+                self._discard_fresh_storage()
+
+    def _discard_fresh_storage(self) -> None:
+        """Forget the ports and the storage formatted for them (nothing was written to it but the format)."""
+        self.broker_port = self.controller_port = 0
+        self.config_path.unlink(missing_ok=True)
+        shutil.rmtree(self.metadata_log_dir, ignore_errors=True)
+        shutil.rmtree(self.work / "data", ignore_errors=True)
+
+    def _launch(self, die_with_parent: bool) -> KafkaBroker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         server_log = self.log_dir / "server.log"
-        offset = server_log.stat().st_size if server_log.exists() else 0
+        stdout_log = self.log_dir / "stdout.log"
+        offsets = {p: p.stat().st_size if p.exists() else 0 for p in (server_log, stdout_log)}
         cmd = [
             java(), f"-Xmx{self.config.heap}", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true", *UTF8_FLAGS, f"-Dkafka.logs.dir={self.log_dir}",
@@ -321,13 +364,13 @@ class KafkaBroker:
             "-cp", broker_classpath(), SERVER_MAIN, str(self.config_path),
         ]
         t0 = time.monotonic()
-        with open(self.log_dir / "stdout.log", "ab") as out:
+        with open(stdout_log, "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          cwd=self.work, start_new_session=True,
                                          preexec_fn=_die_with_parent if die_with_parent else None)
         self.pid = self.proc.pid
         try:
-            self._wait_ready(server_log, offset)
+            self._wait_ready(server_log, offsets)
         except BaseException:
             self.stop()
             raise
@@ -335,18 +378,21 @@ class KafkaBroker:
         self._save_state()
         return self
 
-    def _wait_ready(self, server_log: Path, offset: int) -> None:
+    def _wait_ready(self, server_log: Path, offsets: dict[Path, int]) -> None:
+        """Until Kafka logged READY_LINE and both ports accept connections; `PortInUse` as soon as a bind failed."""
         deadline = time.monotonic() + self.ready_timeout
-        seen_line = False
         while time.monotonic() < deadline:
             assert self.proc is not None
-            if self.proc.poll() is not None:
+            exited = self.proc.poll() is not None
+            new_text = b"".join(_read_from(p, at) for p, at in offsets.items())
+            if BIND_FAILURE.encode() in new_text:
+                raise PortInUse(f"broker port {self.broker_port} or controller port {self.controller_port} is taken:\n"
+                                f"{self.log_tail()}")
+            if exited:
+                assert self.proc is not None
                 raise BrokerError(f"broker exited with {self.proc.returncode} before it was ready:\n{self.log_tail()}")
-            if not seen_line and server_log.exists():
-                with open(server_log, "rb") as f:
-                    f.seek(offset)
-                    seen_line = READY_LINE.encode() in f.read()
-            if seen_line and _port_open(self.broker_port) and _port_open(self.controller_port):
+            if (READY_LINE.encode() in _read_from(server_log, offsets[server_log])
+                    and _port_open(self.broker_port) and _port_open(self.controller_port)):
                 return
             time.sleep(0.2)
         raise BrokerError(f"broker not ready after {self.ready_timeout:.0f} s:\n{self.log_tail()}")
@@ -410,6 +456,15 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         import ctypes
 
         ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return b""
 
 
 def _port_open(port: int) -> bool:

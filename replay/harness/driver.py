@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from replay.harness.broker import LOG4J_TOOLS, UTF8_FLAGS
-from replay.harness.jvm import compiled_classes, java, kafka_classpath, logging_jars
+from replay.harness.jvm import compiled_classes, java, kafka_classpath
+from replay.maven import logging_jars
 
 DRIVER_MAIN = "AclHistoryDriver"
 

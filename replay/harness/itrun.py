@@ -8,18 +8,27 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import BrokerConfig, KafkaBroker
+from replay.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, BrokerConfig, KafkaBroker
 from replay.harness.driver import run_history
 from replay.harness.dumplog import dump_each
 from replay.harness.histories import generate, read_checkpoints, write_ops
 
-# Small snapshots and segments so that a few hundred Admin calls leave several of each.
-IT_CONFIG = BrokerConfig(snapshot_bytes=8192, segment_bytes=16384)
+# Small snapshots and segments so that a few hundred Admin calls leave several of each: a snapshot after 8 KiB of
+# records or after one second, whichever comes first (both kinds happen in a run; see KafkaRun.snapshot_triggers).
+IT_CONFIG = BrokerConfig(snapshot_bytes=8192, snapshot_interval_ms=SHORT_SNAPSHOT_INTERVAL_MS, segment_bytes=16384)
 BOOTSTRAP_SNAPSHOT = "00000000000000000000-0000000000.checkpoint"
+# The integration tests' default run (tests/kafka_it/conftest.py; KRAFT_IT_PROFILE / KRAFT_IT_SEED override them).
+DEFAULT_PROFILE = "large"
+DEFAULT_SEED = 11
+# SnapshotGenerator's INFO line for every snapshot it writes, with its reason.
+SNAPSHOT_LOG_LINE = re.compile(r"Creating new KRaft snapshot file snapshot (\d{20}-\d{10}) because we have "
+                               r"(replayed|waited) at least")
 
 
 @dataclass
@@ -39,6 +48,8 @@ class KafkaRun:
     start_seconds: float
     stop_result: str  # "term" when SIGTERM sufficed
     pid: int
+    log_dir: Path  # the broker's server.log and stdout.log
+    seconds: float = 0.0  # the whole run: format, start, history, stop
     _dumps: dict[Path, str] = field(default_factory=dict, repr=False)
 
     def segments(self) -> list[Path]:
@@ -47,6 +58,18 @@ class KafkaRun:
     def snapshots(self, include_bootstrap: bool = False) -> list[Path]:
         snaps = sorted(self.metadata_dir.glob("*.checkpoint"))
         return snaps if include_bootstrap else [s for s in snaps if s.name != BOOTSTRAP_SNAPSHOT]
+
+    def snapshot_triggers(self) -> dict[str, str]:
+        """Snapshot file name -> why Kafka wrote it: "bytes" (metadata.log.max.record.bytes.between.snapshots) or
+        "time" (metadata.log.max.snapshot.interval.ms), from the broker's own log."""
+        out = {}
+        for m in SNAPSHOT_LOG_LINE.finditer((self.log_dir / "server.log").read_text(errors="replace")):
+            out[f"{m.group(1)}.checkpoint"] = "bytes" if m.group(2) == "replayed" else "time"
+        return out
+
+    def acl_operations(self) -> int:
+        """CreateAcls and DeleteAcls calls that Kafka answered."""
+        return sum(op["op"] in ("create", "delete") for op in self.op_log)
 
     def dump_files(self) -> list[Path]:
         """What a user would copy: segments, snapshots (incl. the KIP-853 bootstrap one), bootstrap.checkpoint."""
@@ -60,8 +83,9 @@ class KafkaRun:
         return self._dumps[path.resolve()]
 
 
-def run_once(work: Path, profile: str = "medium", seed: int = 11, config: BrokerConfig = IT_CONFIG) -> KafkaRun:
+def run_once(work: Path, profile: str = "medium", seed: int = DEFAULT_SEED, config: BrokerConfig = IT_CONFIG) -> KafkaRun:
     """Format a broker in `work`, play the (profile, seed) history, stop the broker; return what it left."""
+    t0 = time.monotonic()
     ops = generate(profile, seed)
     ops_path = write_ops(ops, work / "history.jsonl")
     broker = KafkaBroker(work, config)
@@ -85,4 +109,6 @@ def run_once(work: Path, profile: str = "medium", seed: int = 11, config: Broker
         start_seconds=start_seconds,
         stop_result=stop_result,
         pid=pid,
+        log_dir=broker.log_dir,
+        seconds=time.monotonic() - t0,
     )

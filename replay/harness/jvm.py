@@ -2,8 +2,10 @@
 
 Our Java sources live in `replay/harness/java/` (`HARNESS_SOURCES`; AuthorizerOracle.java there belongs to
 `replay.harness.oracle`, which builds it separately). They are compiled against `kafka_jars()` into
-`<cache>/harness-classes/<hash>/`, where the hash covers the sources and the jar names, so a change to either
-recompiles and an unchanged tree is reused (also across processes: the output directory is created atomically).
+`<cache>/harness-classes/<hash>/`, where the hash covers what the classes depend on: the sources (names and
+bytes), the names of the jars they are compiled against (Maven file names carry the versions, so another Kafka
+release recompiles) and the javac options. Anything else reuses the classes, also across processes (the output
+directory is created atomically).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from replay.maven import KAFKA_VERSION, cache_root, fetch, kafka_jars
+from replay.maven import cache_root, kafka_jars, logging_jars
 
 JAVA_SOURCES = Path(__file__).parent / "java"
 HARNESS_SOURCES = ("AclHistoryDriver.java",)
@@ -49,16 +51,6 @@ def kafka_classpath() -> str:
     return os.pathsep.join(str(j) for j in kafka_jars())
 
 
-LOG4J_VERSION = "2.25.4"  # the log4j-core that kafka_jars() resolves
-
-
-def logging_jars() -> list[Path]:
-    """The SLF4J 1.x -> Log4j 2 binding. Kafka's release tarball ships it in libs/; the Maven runtime closure of
-    kafka_2.13 does not, and without it the broker logs nothing (SLF4J falls back to its no-op logger)."""
-    jars = fetch(f"kafka-logging-{LOG4J_VERSION}", [f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}"])
-    return [j for j in jars if j.name.startswith("log4j-slf4j-impl")]
-
-
 def broker_classpath() -> str:
     """`kafka_classpath()` plus the logging binding: what `kafka-server-start.sh` would put on the classpath."""
     return os.pathsep.join([kafka_classpath(), *map(str, logging_jars())])
@@ -70,17 +62,19 @@ def compiled_classes() -> Path:
     missing = [s for s in sources if not s.exists()]
     if missing:
         raise JavaError(f"missing Java sources: {missing}")
-    h = hashlib.sha256(KAFKA_VERSION.encode())
+    jars = kafka_jars()
+    options = ["-nowarn", "--release", "17", "-encoding", "UTF-8"]
+    h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    h.update("\0".join([*options, *(j.name for j in jars)]).encode())
     out = cache_root() / "harness-classes" / h.hexdigest()[:16]
     if (out / ".ok").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=out.parent))
     try:
-        cmd = [_tool("javac"), "-nowarn", "--release", "17", "-encoding", "UTF-8", "-cp", kafka_classpath(),
-               "-d", str(tmp), *map(str, sources)]
+        cmd = [_tool("javac"), *options, "-cp", os.pathsep.join(map(str, jars)), "-d", str(tmp), *map(str, sources)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise JavaError(f"javac failed:\n{proc.stdout}{proc.stderr}")

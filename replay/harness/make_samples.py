@@ -12,6 +12,11 @@ into `data/<name>/` (the layout of the broker's `metadata.log.dir`):
 * `server.properties` as the broker ran it, `run.json` (cluster id, start times, the driver's summaries) and
   `README.md` with the facts (counted with Kafka's own DumpLogSegments).
 
+Every sample turns both snapshot limits down: `metadata.log.max.record.bytes.between.snapshots` (per sample) and
+`metadata.log.max.snapshot.interval.ms` (`SHORT_SNAPSHOT_INTERVAL_MS`), so snapshots land inside the history. The
+samples committed in `data/` were made before the interval was set and before `run.json` was written by the run;
+`data/README.md` says what that changes.
+
 A rerun gives a different dump (ACL ids are random, times and NoOpRecords depend on the clock), with the same
 history. The history itself depends only on (profile, seed).
 """
@@ -30,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import BrokerConfig, KafkaBroker, random_cluster_id
+from replay.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, BrokerConfig, KafkaBroker, random_cluster_id
 from replay.harness.driver import run_history
 from replay.harness.dumplog import dump_log
 from replay.harness.histories import generate, summarize, write_ops
@@ -60,14 +65,14 @@ SAMPLES: dict[str, Sample] = {
             "small-snapshots",
             "a small history over several 4 KiB segments with snapshots in the middle of the log",
             "small", 1,
-            BrokerConfig(snapshot_bytes=4096, segment_bytes=4096),
+            BrokerConfig(snapshot_bytes=4096, snapshot_interval_ms=SHORT_SNAPSHOT_INTERVAL_MS, segment_bytes=4096),
         ),
         Sample(
             "retention-gap",
             "old segments and snapshots deleted by retention: the log starts above 0 and a snapshot bridges the hole",
             "small", 2,
-            BrokerConfig(snapshot_bytes=4096, segment_bytes=4096, retention_bytes=12288,
-                         extra={"internal.metadata.delete.delay.millis": "0"}),
+            BrokerConfig(snapshot_bytes=4096, snapshot_interval_ms=SHORT_SNAPSHOT_INTERVAL_MS, segment_bytes=4096,
+                         retention_bytes=12288, extra={"internal.metadata.delete.delay.millis": "0"}),
             split_after=40, hold_seconds=65.0,
             notes=["`metadata.max.retention.bytes=12288` makes Kafka delete the oldest segments and snapshots once a "
                    "newer snapshot exists, so offsets below the first segment are known only through a snapshot. "
@@ -79,7 +84,8 @@ SAMPLES: dict[str, Sample] = {
             "static-quorum-restart",
             "a static-quorum (controller.quorum.voters) broker restarted in the middle of the history: two leader epochs",
             "tiny", 3,
-            BrokerConfig(snapshot_bytes=2048, segment_bytes=4096, quorum="static"),
+            BrokerConfig(snapshot_bytes=2048, snapshot_interval_ms=SHORT_SNAPSHOT_INTERVAL_MS, segment_bytes=4096,
+                         quorum="static"),
             split_after=6,
             notes=["Formatted without `--standalone` (static quorum), so there is no "
                    "`00000000000000000000-0000000000.checkpoint`; the restart starts leader epoch 2."],
@@ -142,22 +148,23 @@ def play(sample: Sample, work: Path, out: Path) -> dict[str, Any]:
     starts: list[float] = []
     summaries = []
     restart = not sample.hold_seconds
-    for i, chunk in enumerate(chunks):
-        part_ops = write_ops(chunk, work / f"history-{i + 1}.jsonl")
-        cp, oplog = work / f"checkpoints-{i + 1}.jsonl", work / f"ops-{i + 1}.jsonl"
-        if broker.proc is None:
-            broker.start()
-            assert broker.start_seconds is not None
-            starts.append(broker.start_seconds)
-        try:
+    try:
+        for i, chunk in enumerate(chunks):
+            part_ops = write_ops(chunk, work / f"history-{i + 1}.jsonl")
+            cp, oplog = work / f"checkpoints-{i + 1}.jsonl", work / f"ops-{i + 1}.jsonl"
+            if broker.proc is None:
+                broker.start()
+                assert broker.start_seconds is not None
+                starts.append(broker.start_seconds)
             summaries.append(run_history(broker.bootstrap, part_ops, cp, oplog))
-            if i < len(chunks) - 1 and not restart:
-                time.sleep(sample.hold_seconds)
-        finally:
-            if restart or i == len(chunks) - 1:
-                broker.stop()
-        parts.append((cp, oplog))
-    broker.stop()
+            parts.append((cp, oplog))
+            if i < len(chunks) - 1:
+                if restart:
+                    broker.stop()
+                else:
+                    time.sleep(sample.hold_seconds)
+    finally:
+        broker.stop()  # also when a chunk failed: never leave a broker running (stop is idempotent)
     _merge_outputs(parts, out / "checkpoints.jsonl", out / "ops.jsonl")
     shutil.copyfile(broker.config_path, out / "server.properties")
     return {"cluster_id": broker.cluster_id, "start_seconds": starts, "driver": summaries,

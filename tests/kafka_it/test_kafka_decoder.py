@@ -1,8 +1,6 @@
-"""Our decoder, dump-log renderer and reference replayer against Kafka itself, on the log a real broker wrote.
-
-TODO(lead): these use the decoder/replayer APIs as they stood when written (`replay.kafka.dumplog.render_file`,
-`replay.kafka.batch.read_file`, `replay.kafka.dump.replay_paths`, `ReplayResult.state_at`, `replay.cli.main`).
-Adapt the calls if those move; the Kafka side (`kafka_run.kafka_dump`, `dump_each`, checkpoints) is stable.
+"""Our decoder, dump-log renderer and reference replayer against Kafka itself, on the log a real broker wrote:
+`replay.kafka.dumplog.render_file`, `replay.kafka.batch.read_file`, `replay.kafka.dump.replay_paths` with
+`ReplayResult.state_at`, and `replay.cli.main`, each against Kafka's DumpLogSegments or describeAcls.
 """
 
 from __future__ import annotations
@@ -88,6 +86,7 @@ def test_reference_replayer_matches_checkpoints(kafka_run: KafkaRun) -> None:
     from replay.kafka.dump import replay_paths
 
     result = replay_paths([str(kafka_run.metadata_log_dir)])
+    assert kafka_run.checkpoints
     for cp in kafka_run.checkpoints:
         for offset in (cp["as_of_offset"], cp["high_watermark_after"] - 1):
             state = result.state_at(offset)

@@ -4,14 +4,19 @@ has the shape we need, and Kafka's own tools read every file. The oracles here u
 
 from __future__ import annotations
 
+import json
+import socket
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from replay.harness.broker import _alive
+import replay.harness.broker as broker_module
+from replay.harness import make_samples
+from replay.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, KafkaBroker, _alive
 from replay.harness.dumplog import acl_state, dump_each, payload_records
-from replay.harness.histories import PROFILES, filter_matches, simulate
-from replay.harness.itrun import KafkaRun
+from replay.harness.histories import PROFILES, filter_matches, generate, simulate
+from replay.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun
 from replay.kafka.acl import AclBinding
 
 pytestmark = pytest.mark.kafka
@@ -19,6 +24,13 @@ pytestmark = pytest.mark.kafka
 
 def _log_records(run: KafkaRun) -> list:
     return [r for seg in run.segments() for r in payload_records(run.kafka_dump(seg))]
+
+
+def _mid_history_snapshots(run: KafkaRun) -> list[Path]:
+    """Snapshots written while the history was being played: end offset after the first checkpoint's offset and
+    at most the last one's."""
+    first, last = run.checkpoints[0]["as_of_offset"], run.checkpoints[-1]["as_of_offset"]
+    return [s for s in run.snapshots() if first < int(s.name[:20]) <= last]
 
 
 def test_broker_started_and_stopped_cleanly(kafka_run: KafkaRun) -> None:
@@ -43,6 +55,7 @@ def test_history_ran_without_errors(kafka_run: KafkaRun) -> None:
 def test_checkpoints_follow_kafka_filter_semantics(kafka_run: KafkaRun) -> None:
     """describeAcls at every checkpoint equals our model of CreateAcls (a set) and DeleteAcls (filter matching)."""
     expected = list(simulate(kafka_run.ops))
+    assert expected
     assert [e.label for e in expected] == [cp["label"] for cp in kafka_run.checkpoints]
     for e, cp in zip(expected, kafka_run.checkpoints, strict=True):
         assert cp["ops_done"] == e.ops_done
@@ -86,8 +99,60 @@ def test_metadata_dir_holds_segments_and_snapshots(kafka_run: KafkaRun) -> None:
     assert (kafka_run.metadata_dir / "00000000000000000000-0000000000.checkpoint").is_file()  # KIP-853 --standalone
     assert len(kafka_run.segments()) >= 2
     assert len(kafka_run.snapshots()) >= 2
-    last_cp = kafka_run.checkpoints[-1]["as_of_offset"]
-    assert any(int(s.name[:20]) <= last_cp for s in kafka_run.snapshots()), "a snapshot lies inside the history"
+    assert len(_mid_history_snapshots(kafka_run)) >= 2, "snapshots are written in the middle of the history"
+
+
+def test_both_snapshot_limits_are_turned_down_and_trigger_snapshots(kafka_run: KafkaRun) -> None:
+    """The broker ran with both of Kafka's snapshot limits turned down, and each of them made Kafka write
+    snapshots in the middle of the history (Kafka's own log says why it wrote each snapshot)."""
+    props = (kafka_run.work / "config" / "server.properties").read_text().splitlines()
+    assert f"metadata.log.max.snapshot.interval.ms={SHORT_SNAPSHOT_INTERVAL_MS}" in props
+    assert "metadata.log.max.record.bytes.between.snapshots=8192" in props
+    triggers = kafka_run.snapshot_triggers()
+    mid = _mid_history_snapshots(kafka_run)
+    assert {s.name for s in mid} <= set(triggers), "every snapshot file is one the broker logged writing"
+    reasons = Counter(triggers[s.name] for s in mid)
+    assert reasons["time"] >= 1, reasons  # metadata.log.max.snapshot.interval.ms
+    assert reasons["bytes"] >= 1, reasons  # metadata.log.max.record.bytes.between.snapshots
+
+
+def test_default_run_has_a_few_thousand_acl_operations(kafka_run: KafkaRun) -> None:
+    """Issue 3: the comparisons run on a history of at least a few thousand ACL operations with at least two
+    snapshots. The default history is recognized by its content, whatever its profile is called."""
+    default_ops = generate(DEFAULT_PROFILE, DEFAULT_SEED)
+    assert sum(op["op"] in ("create", "delete") for op in default_ops) >= 2000
+    if kafka_run.ops == default_ops:
+        assert kafka_run.acl_operations() >= 2000  # CreateAcls + DeleteAcls calls Kafka answered
+        assert len(_mid_history_snapshots(kafka_run)) >= 2
+    else:  # KRAFT_IT_PROFILE / KRAFT_IT_SEED chose another history: it was played in full
+        assert kafka_run.acl_operations() == sum(op["op"] in ("create", "delete") for op in kafka_run.ops)
+
+
+def test_broker_retries_with_new_ports_when_one_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`free_port()` can hand out a port that someone takes before the JVM binds it: a fresh broker is formatted
+    again on new ports and starts."""
+    real_free_port = broker_module.free_port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        taken_port = taken.getsockname()[1]
+        calls: list[int] = []
+
+        def racy_free_port() -> int:  # the second port (the controller's) is already in use
+            calls.append(1)
+            return taken_port if len(calls) == 2 else real_free_port()
+
+        monkeypatch.setattr(broker_module, "free_port", racy_free_port)
+        broker = KafkaBroker(tmp_path / "broker")
+        with broker:
+            assert broker.port_retries == 1
+            assert taken_port not in (broker.broker_port, broker.controller_port)
+            config = broker.config_path.read_text()
+            assert f"CONTROLLER://127.0.0.1:{broker.controller_port}" in config
+            assert str(taken_port) not in config
+            pid = broker.pid
+        assert pid is not None and not _alive(pid)
+    assert "Address already in use" in (broker.log_dir / "server.log").read_text()
 
 
 def test_kafka_dump_log_reads_every_file(kafka_run: KafkaRun) -> None:
@@ -111,6 +176,7 @@ def test_kafka_dump_log_skip_record_metadata(kafka_run: KafkaRun) -> None:
 def test_kafka_decoded_log_matches_checkpoints(kafka_run: KafkaRun) -> None:
     """Replaying Kafka's own decoding of the segments gives describeAcls at `as_of_offset` and up to the HW."""
     records = _log_records(kafka_run)
+    assert kafka_run.checkpoints
     for cp in kafka_run.checkpoints:
         for offset in (cp["as_of_offset"], cp["high_watermark_after"] - 1):
             assert frozenset(acl_state(records, offset).values()) == cp["acls"], (cp["label"], offset)
@@ -119,6 +185,7 @@ def test_kafka_decoded_log_matches_checkpoints(kafka_run: KafkaRun) -> None:
 def test_snapshots_equal_the_log_before_them(kafka_run: KafkaRun) -> None:
     """Snapshot E holds exactly the ACLs (with their ids) that the log's records with offset < E leave."""
     records = _log_records(kafka_run)
+    assert len(kafka_run.snapshots()) >= 2
     for snap in kafka_run.snapshots():
         end = int(snap.name[:20])
         in_snapshot = acl_state(payload_records(kafka_run.kafka_dump(snap)))
@@ -139,3 +206,22 @@ def test_acl_record_counts_match_what_kafka_reported(kafka_run: KafkaRun) -> Non
             live = {b for b in live if not any(filter_matches(f, b) for f in op["filters"])}
     assert types["ACCESS_CONTROL_ENTRY_RECORD"] == new
     assert types["REMOVE_ACCESS_CONTROL_ENTRY_RECORD"] == kafka_run.summary["acls_deleted"]
+
+
+def test_make_samples_stops_the_broker_when_the_history_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sample that keeps its broker up between two parts (`hold_seconds`) still stops it when the first part
+    fails."""
+    seen: list[int] = []
+
+    def failing_history(bootstrap: str, ops: Path, out: Path, op_log: Path | None = None) -> dict:
+        seen.append(json.loads((tmp_path / "broker" / "broker.json").read_text())["pid"])
+        assert _alive(seen[-1])
+        raise RuntimeError("the driver failed")
+
+    monkeypatch.setattr(make_samples, "run_history", failing_history)
+    sample = make_samples.Sample("failing", "a history whose first part fails", "tiny", 1,
+                                 make_samples.SAMPLES["small-snapshots"].config, split_after=3, hold_seconds=30.0)
+    with pytest.raises(RuntimeError, match="the driver failed"):
+        make_samples.play(sample, tmp_path / "broker", tmp_path / "out")
+    assert len(seen) == 1
+    assert not _alive(seen[0])

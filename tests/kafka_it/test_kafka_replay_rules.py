@@ -16,9 +16,18 @@ import pytest
 from replay.harness.itrun import KafkaRun
 from replay.kafka.dump import replay_paths
 from replay.kafka.model import ProblemKind
-from replay.kafka.replayer import CoverageKind
+from replay.kafka.replayer import CoverageKind, ReplayResult
 
 pytestmark = pytest.mark.kafka
+
+
+def _offset(path: Path) -> int:
+    """A segment's base offset or a snapshot's end offset, from its file name."""
+    return int(path.name[:20])
+
+
+def _log_start(result: ReplayResult) -> int:
+    return min(c.start_offset for c in result.coverage if c.kind == CoverageKind.LOG)
 
 
 def test_run_has_enough_history(kafka_run: KafkaRun) -> None:
@@ -27,33 +36,43 @@ def test_run_has_enough_history(kafka_run: KafkaRun) -> None:
 
 
 def test_newest_snapshot_plus_tail_equals_whole_log(kafka_run: KafkaRun, tmp_path: Path) -> None:
+    """A directory holding only the newest snapshot and the segments from its end offset on (the one straddling
+    the end offset included, as Kafka keeps it) replays to the state of the whole log."""
     whole = replay_paths([str(kafka_run.metadata_dir)])
     assert not [p for p in whole.anomalies if p.kind == ProblemKind.SNAPSHOT_MISMATCH]
 
-    newest = max(kafka_run.snapshots(), key=lambda p: p.name)
-    end = int(newest.name.split("-")[0])
+    newest = max(kafka_run.snapshots(), key=_offset)
+    end = _offset(newest)
+    segments = kafka_run.segments()
+    next_bases: list[int | None] = [*(_offset(s) for s in segments[1:]), None]
+    kept = [seg for seg, nxt in zip(segments, next_bases, strict=True) if nxt is None or nxt > end]
+    assert 0 < _offset(kept[0]) <= end, "the newest snapshot should lie beyond the first segment"
+    assert len(kept) < len(segments)
+
     tail_dir = tmp_path / "__cluster_metadata-0"
     tail_dir.mkdir()
-    shutil.copy(newest, tail_dir / newest.name)
-    for seg in kafka_run.segments():  # the segments holding anything at or after the snapshot's end
-        shutil.copy(seg, tail_dir / seg.name)
-    from_snapshot = replay_paths([str(tail_dir)], )
-    assert from_snapshot.live_at_end() == whole.live_at_end()
+    for f in [newest, *kept]:
+        shutil.copy(f, tail_dir / f.name)
+    assert sorted(p.name for p in tail_dir.iterdir()) == sorted([newest.name, *(s.name for s in kept)])
+    tail = replay_paths([str(tail_dir)])
 
-    only_tail = tmp_path / "only-tail" / "__cluster_metadata-0"
-    only_tail.mkdir(parents=True)
-    shutil.copy(newest, only_tail / newest.name)
-    later = [s for s in kafka_run.segments() if int(s.name.split(".")[0]) >= end]
-    earlier = [s for s in kafka_run.segments() if int(s.name.split(".")[0]) < end]
-    if earlier:  # the segment holding the snapshot's end offset: keep only what it needs by copying it too
-        shutil.copy(earlier[-1], only_tail / earlier[-1].name)
-    for seg in later:
-        shutil.copy(seg, only_tail / seg.name)
-    assert replay_paths([str(only_tail)]).live_at_end() == whole.live_at_end()
+    assert tail.live_at_end() == whole.live_at_end()
+    # the snapshot was used: the log starts above 0, and the state is known exactly from the snapshot on, which
+    # the log after the hole alone could not give
+    assert _log_start(tail) == _offset(kept[0]) > 0
+    assert tail.coverage[0].kind == CoverageKind.MISSING and tail.coverage[0].start_offset == 0
+    assert tail.last_offset == whole.last_offset
+    assert whole.last_offset is not None
+    for offset in range(end - 1, whole.last_offset + 1):
+        state = tail.state_at(offset)
+        assert state.exact, offset
+        assert state.certain == whole.state_at(offset).certain, offset
 
 
 def test_every_snapshot_agrees_with_the_log_before_it(kafka_run: KafkaRun) -> None:
     result = replay_paths([str(kafka_run.metadata_dir)])
+    assert len(kafka_run.snapshots()) >= 2
+    assert _log_start(result) == 0, "the whole log is there, so every snapshot is checked against it"
     loads = [e for e in result.events if e.cause.value == "SNAPSHOT_LOAD"]
     assert loads == [], "a snapshot changed the state the log had built: " + repr(loads[:3])
     assert not [p for p in result.anomalies if p.kind == ProblemKind.SNAPSHOT_MISMATCH]
@@ -62,29 +81,39 @@ def test_every_snapshot_agrees_with_the_log_before_it(kafka_run: KafkaRun) -> No
 def test_oldest_segment_removed_still_replays_and_reports_the_gap(kafka_run: KafkaRun, tmp_path: Path) -> None:
     copy = tmp_path / "__cluster_metadata-0"
     shutil.copytree(kafka_run.metadata_dir, copy)
-    oldest = min(copy.glob("*.log"), key=lambda p: p.name)
-    next_base = min(int(p.name.split(".")[0]) for p in copy.glob("*.log") if p != oldest)
+    oldest = min(copy.glob("*.log"), key=_offset)
+    next_base = min(_offset(p) for p in copy.glob("*.log") if p != oldest)
     oldest.unlink()
     result = replay_paths([str(copy)])
     whole = replay_paths([str(kafka_run.metadata_dir)])
 
+    # coverage says which offsets are missing, and the gap is an anomaly
     missing = [c for c in result.coverage if c.kind == CoverageKind.MISSING]
     assert missing and missing[0].start_offset == 0
+    assert all(c.end_offset < next_base for c in missing)
+    assert _log_start(result) == next_base
     assert [p for p in result.anomalies if p.kind == ProblemKind.GAP]
     # the end state is still right, bridged by the snapshots
     assert result.live_at_end() == whole.live_at_end()
-    # inside the hole nothing is claimed exact; after the first snapshot that bridges it, answers are exact again
-    inside = result.state_at(next_base // 2)
-    assert not inside.exact
-    snaps = sorted(int(p.name.split("-")[0]) for p in kafka_run.snapshots())
-    bridging = [s for s in snaps if s - 1 >= next_base]
-    if bridging:
-        at = bridging[0] - 1
-        assert result.state_at(at).exact
-        assert result.state_at(at).certain == whole.state_at(at).certain
-    # checkpoints recorded by Kafka after the hole still agree with the certain state
+    # inside the missing range nothing is claimed exact
+    for c in missing:
+        for offset in {c.start_offset, (c.start_offset + c.end_offset) // 2, c.end_offset}:
+            assert not result.state_at(offset).exact, offset
+    # after the first snapshot that bridges the hole, every checkpoint is known exactly and equals describeAcls
+    bridging = sorted(_offset(p) - 1 for p in kafka_run.snapshots() if _offset(p) - 1 >= next_base)
+    assert bridging, "no snapshot after the removed segment: the gap would never be bridged"
+    bridge = bridging[0]
+    assert result.state_at(bridge).exact
+    assert result.state_at(bridge).certain == whole.state_at(bridge).certain
+    after = [cp for cp in kafka_run.checkpoints if cp["as_of_offset"] >= bridge]
+    assert after, "no checkpoint after the bridging snapshot"
+    for cp in after:
+        for offset in (cp["as_of_offset"], cp["high_watermark_after"] - 1):
+            state = result.state_at(offset)
+            assert state.exact, (cp["label"], offset)
+            assert frozenset(state.certain.values()) == cp["acls"], (cp["label"], offset)
+    # and wherever an answer does claim to be exact (also between the hole and that snapshot), it is right
     for cp in kafka_run.checkpoints:
-        offset = cp["as_of_offset"]
-        state = result.state_at(offset)
+        state = result.state_at(cp["as_of_offset"])
         if state.exact:
-            assert frozenset(state.certain.values()) == cp["acls"], offset
+            assert frozenset(state.certain.values()) == cp["acls"], cp["label"]
