@@ -1,11 +1,21 @@
-"""Batch as-of authorization at scale: a history of 100,000 ACL lifetimes, 1,000,000 access tuples.
+"""Batch as-of authorization at scale: a history of 100,000 ACL lifetimes, 1,000,000 access tuples, next to Kafka.
 
     python -m bench.bench_authorize [--acls 100000] [--requests 1000000] [--master local[*]] [--memory 6g]
+                                    [--no-kafka] [--keep]
 
 Both are generated inside Spark (no Python loop over rows) and written as Parquet under a temporary directory,
 so the authorization reads files as it would read the lake's Delta tables. The decisions are written to Parquet
 too (the measured job includes the write). Printed: generation and authorization wall time, decisions by kind,
-and peak memory: the Python driver's RSS, the JVM's RSS (VmHWM) and its heap pools' peak use.
+and peak memory of the **whole process tree** (this Python driver, the JVM it started, and the Python workers the
+JVM forks from its own threads -- found by walking /proc/<pid>/task/*/children recursively), sampled every 50 ms
+separately for each phase, plus the JVM's VmHWM and heap pools' peak.
+
+Then (unless --no-kafka) Kafka 4.3.1's own StandardAuthorizer answers the same questions in the same run, through
+the Java oracle of the differential test (`replay.harness.oracle`): the ACL lifetimes are replayed into it in offset
+order (addAcl at `valid_from_offset`, removeAcl at `valid_to_offset`, i.e. one state the history allows) and
+every access tuple is asked at its `as_of_offset`, streamed from the decisions (sorted; never collected). Printed:
+Kafka's wall time and peak tree memory for that phase, and how many of our *certain* decisions it confirms
+(must be all; UNKNOWN answers and requests outside known history are not comparable and are counted apart).
 
 The shape is meant to be realistic rather than adversarial: 2,000 user principals plus `User:*`, 20,000 topics,
 LITERAL ACLs on topics, PREFIXED ACLs on team prefixes, a few LITERAL `*` ACLs, 10% DENY, 5% host-specific,
@@ -16,12 +26,15 @@ under team prefixes, and unknown names, 10% by time instead of offset.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import resource
 import shutil
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -114,38 +127,202 @@ def jvm_memory(spark: SparkSession) -> dict[str, float]:
     return {"jvm_rss_peak_mib": hwm / 1024, "jvm_rss_now_mib": rss / 1024, "jvm_heap_pools_peak_mib": peak_heap / 2**20}
 
 
+def _status_kib(pid: int, key: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next((int(line.split()[1]) for line in f if line.startswith(key + ":")), 0)
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and every descendant. Children are listed per *thread* (/proc/<pid>/task/<tid>/children): the JVM
+    starts Python workers from its own threads, which /proc/<pid>/task/<pid>/children alone would miss."""
+    seen: list[int] = []
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.append(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+    return seen
+
+
+class TreeMemory:
+    """Samples the summed VmRSS of this process tree every `interval` seconds in a thread; `phase(name)` records
+    the peak (and the largest number of processes) seen while the block runs."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        self.interval = interval
+        self.peaks: dict[str, tuple[int, int]] = {}
+        self._current: str | None = None
+        self._peak = (0, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def sample(self) -> tuple[int, int]:
+        total, pids = 0, process_tree(os.getpid())
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                total += _status_kib(pid, "VmRSS")
+        return total, len(pids)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            if self._current is not None:
+                kib, n = self.sample()
+                self._peak = (max(self._peak[0], kib), max(self._peak[1], n))
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self._peak = self.sample()
+        self._current = name
+        try:
+            yield
+        finally:
+            self._current = None
+            kib, n = self.sample()
+            self.peaks[name] = (max(self._peak[0], kib), max(self._peak[1], n))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def text(self, name: str) -> str:
+        kib, n = self.peaks[name]
+        return f"{kib / 1024:,.0f} MiB over {n} processes"
+
+
+def _events(history: DataFrame) -> Iterator[tuple[int, int, Any]]:
+    """(offset, 0 = remove / 1 = add, row) for every lifetime bound, in offset order (removes first)."""
+    fields = ["acl_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+              "permission_type"]
+    ev = history.select(*fields, F.explode(F.array(
+        F.struct(F.col("valid_from_offset").alias("o"), F.lit(1).alias("k")),
+        F.struct(F.col("valid_to_offset").alias("o"), F.lit(0).alias("k")))).alias("e"))
+    ev = ev.where(F.col("e.o").isNotNull()).select(F.col("e.o").alias("o"), F.col("e.k").alias("k"), *fields)
+    for r in ev.orderBy("o", "k").toLocalIterator(prefetchPartitions=True):
+        yield int(r["o"]), int(r["k"]), r
+
+
+def compare_with_kafka(spark: SparkSession, root: str, super_users: str, chunk: int = 20_000) -> dict[str, Any]:
+    """Replay the history into Kafka's StandardAuthorizer (oracle JVM) and ask it every decided question at its
+    as_of_offset; count agreement with our certain decisions. Streams both sides; nothing is collected."""
+    from replay.harness.oracle import AuthorizerOracle, acl_command, authorize_command
+    from replay.kafka.acl import AclBinding
+
+    history = spark.read.parquet(os.path.join(root, "acl_history"))
+    decided = (spark.read.parquet(os.path.join(root, "decisions")).where(F.col("as_of_offset").isNotNull())
+               .select("as_of_offset", "principal", "host", "operation", "resource_type", "resource_name",
+                       "decision", "certain").orderBy("as_of_offset"))
+    counts = {"asked": 0, "agree": 0, "disagree": 0, "not comparable (UNKNOWN)": 0, "kafka errors": 0}
+    examples: list[str] = []
+    live: dict[AclBinding, tuple[str, int]] = {}  # content -> (id given to Kafka, live copies): Kafka refuses twins
+    with AuthorizerOracle(timeout_ms=60_000) as oracle:
+        oracle.configure(super_users=super_users, allow_everyone=False)
+        oracle.complete_initial_load()
+        events = _events(history)
+        pending = next(events, None)
+        commands: list[str] = []
+        expected: list[tuple[Any, ...] | None] = []
+
+        def flush() -> None:
+            answers = oracle.send(commands)
+            for want, got in zip(expected, answers, strict=True):
+                if want is None:
+                    if got != "OK":
+                        counts["kafka errors"] += 1
+                    continue
+                counts["asked"] += 1
+                if got.startswith("ERROR") or got == "TIMEOUT":
+                    counts["kafka errors"] += 1
+                elif want[-1] is None:
+                    counts["not comparable (UNKNOWN)"] += 1
+                elif got == want[-1]:
+                    counts["agree"] += 1
+                else:
+                    counts["disagree"] += 1
+                    if len(examples) < 5:
+                        examples.append(f"{want[:-1]}: ours {want[-1]}, Kafka {got}")
+            commands.clear()
+            expected.clear()
+
+        for d in decided.toLocalIterator(prefetchPartitions=True):
+            at = int(d["as_of_offset"])
+            while pending is not None and pending[0] <= at:
+                _, kind, r = pending
+                b = AclBinding(r["resource_type"], r["resource_name"], r["pattern_type"], r["principal"], r["host"],
+                               r["operation"], r["permission_type"])
+                kafka_id, copies = live.get(b, (r["acl_id"], 0))
+                if kind == 1:
+                    live[b] = (kafka_id, copies + 1)
+                    if copies == 0:
+                        commands.append(acl_command(kafka_id, b))
+                        expected.append(None)
+                elif copies <= 1:
+                    live.pop(b, None)
+                    commands.append(f"R\t{quote(kafka_id, safe='')}")
+                    expected.append(None)
+                else:
+                    live[b] = (kafka_id, copies - 1)
+                pending = next(events, None)
+            ours = d["decision"] if d["certain"] and d["decision"] in ("ALLOWED", "DENIED") else None
+            commands.append(authorize_command(d["principal"], d["host"], d["operation"], d["resource_type"],
+                                              d["resource_name"]))
+            expected.append((at, d["principal"], d["host"], d["operation"], d["resource_name"], ours))
+            if len(commands) >= chunk:
+                flush()
+        if commands:
+            flush()
+    return {"counts": counts, "examples": examples}
+
+
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--acls", type=int, default=100_000)
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--master", default=None)
     ap.add_argument("--memory", default=None)
+    ap.add_argument("--no-kafka", action="store_true", help="skip the comparison with Kafka's StandardAuthorizer")
     ap.add_argument("--keep", action="store_true", help="keep the generated files")
     args = ap.parse_args(argv)
 
     from replay.spark.authorize import authorize
     from replay.spark.session import get_spark
 
+    memory = TreeMemory()
     spark = get_spark(args.master, memory=args.memory)
     root = tempfile.mkdtemp(prefix="bench-authorize-")
+    super_users = "User:u0"
     try:
         t = time.perf_counter()
-        history(spark, args.acls).write.parquet(os.path.join(root, "acl_history"))
-        spark.createDataFrame([("bench", 0, 120_000, "log", None), ("bench", 120_001, 120_400, "missing", None),
-                               ("bench", 120_401, MAX_OFFSET, "log", None)],
-                              "cluster_id string, start_offset long, end_offset long, kind string, source string"
-                              ).write.parquet(os.path.join(root, "log_coverage"))
-        spark.range(0, MAX_OFFSET + 1, 100).select(
-            F.lit("bench").alias("cluster_id"), F.col("id").alias("offset"), (F.lit(T0) + F.col("id") * 10).alias("time")
-        ).write.parquet(os.path.join(root, "offset_times"))
-        requests(spark, args.requests).write.parquet(os.path.join(root, "requests"))
+        with memory.phase("generate"):
+            history(spark, args.acls).write.parquet(os.path.join(root, "acl_history"))
+            spark.createDataFrame([("bench", 0, 120_000, "log", None), ("bench", 120_001, 120_400, "missing", None),
+                                   ("bench", 120_401, MAX_OFFSET, "log", None)],
+                                  "cluster_id string, start_offset long, end_offset long, kind string, source string"
+                                  ).write.parquet(os.path.join(root, "log_coverage"))
+            spark.range(0, MAX_OFFSET + 1, 100).select(
+                F.lit("bench").alias("cluster_id"), F.col("id").alias("offset"),
+                (F.lit(T0) + F.col("id") * 10).alias("time")
+            ).write.parquet(os.path.join(root, "offset_times"))
+            requests(spark, args.requests).write.parquet(os.path.join(root, "requests"))
         gen = time.perf_counter() - t
 
         lake = FileLake(spark, root)
         reqs = spark.read.parquet(os.path.join(root, "requests"))
         t = time.perf_counter()
-        out = authorize(reqs, lake, super_users="User:u0", allow_everyone=False)
-        out.write.parquet(os.path.join(root, "decisions"))
+        with memory.phase("authorize"):
+            out = authorize(reqs, lake, super_users=super_users, allow_everyone=False)
+            out.write.parquet(os.path.join(root, "decisions"))
         took = time.perf_counter() - t
 
         decided = spark.read.parquet(os.path.join(root, "decisions"))
@@ -153,17 +330,30 @@ def main(argv: list[str] | None = None) -> None:
                   decided.groupBy("decision", "reason").count().orderBy("decision", "reason").collect()}
         total = sum(counts.values())
         mem = jvm_memory(spark)
-        driver_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"ACL lifetimes: {args.acls:,}  access tuples: {args.requests:,}  decided rows: {total:,}")
-        print(f"generate + write inputs: {gen:.1f} s")
+        print(f"generate + write inputs: {gen:.1f} s (peak tree RSS {memory.text('generate')})")
         print(f"authorize + write decisions: {took:.1f} s  ({args.requests / took:,.0f} tuples/s)")
         for k, v in counts.items():
             print(f"  {k:40s} {v:>10,}")
-        print(f"peak memory: Python driver RSS {driver_rss:,.0f} MiB, JVM RSS {mem['jvm_rss_peak_mib']:,.0f} MiB, "
-              f"JVM heap pools peak {mem['jvm_heap_pools_peak_mib']:,.0f} MiB "
-              f"(driver memory {spark.conf.get('spark.driver.memory', '?')}, master {spark.conf.get('spark.master')}, "
-              f"{os.cpu_count()} CPUs)")
+        print(f"peak memory while authorizing: whole process tree RSS {memory.text('authorize')} "
+              f"(JVM VmHWM {mem['jvm_rss_peak_mib']:,.0f} MiB, JVM heap pools peak "
+              f"{mem['jvm_heap_pools_peak_mib']:,.0f} MiB; driver memory {spark.conf.get('spark.driver.memory', '?')}, "
+              f"master {spark.conf.get('spark.master')}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+        if not args.no_kafka:
+            t = time.perf_counter()
+            with memory.phase("kafka"):
+                kafka = compare_with_kafka(spark, root, super_users)
+            k_took = time.perf_counter() - t
+            c = kafka["counts"]
+            print(f"Kafka 4.3.1 StandardAuthorizer (oracle JVM, replaying the lifetimes in offset order): "
+                  f"{c['asked']:,} questions in {k_took:.1f} s including streaming both sides "
+                  f"({c['asked'] / k_took:,.0f} questions/s), peak tree RSS {memory.text('kafka')}")
+            print(f"  our certain decisions confirmed: {c['agree']:,}; disagreeing: {c['disagree']:,}; "
+                  f"not comparable (UNKNOWN): {c['not comparable (UNKNOWN)']:,}; Kafka errors: {c['kafka errors']:,}")
+            for line in kafka["examples"]:
+                print(f"  mismatch: {line}")
     finally:
+        memory.close()
         if args.keep:
             print(f"inputs and decisions kept in {root}")
         else:

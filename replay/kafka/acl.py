@@ -5,32 +5,65 @@ Codes are the ones stored in AccessControlEntryRecord; an unknown code decodes t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
 
 class _CodedEnum(IntEnum):
+    """An enum with Kafka's byte codes. Two ways in, for two kinds of caller:
+
+    * ``from_code(code)`` is Kafka's ``fromCode``: **any** code is accepted and one Kafka does not know (say 99)
+      becomes ``UNKNOWN``. Use it for what was *stored* (record fields, ACLs loaded from a log), where Kafka's
+      reading is the truth and refusing would make a replay stop where the broker did not.
+    * ``parse(value)`` reads what a *person* typed or a request file holds: a member, the enum name in any case,
+      Kafka's PascalCase (``DescribeConfigs``), dashes for underscores, or a known code (int or digits). Anything
+      else -- a misspelt name, or a code Kafka does not define -- raises ``ValueError`` with a message naming the
+      accepted values, because silently reading a typo as ``UNKNOWN`` would answer a different question.
+      ``parse(value, stored=True)`` is for values that come from storage but may be spelt as names or codes
+      (``AclBinding.of``): unknown *codes* then become ``UNKNOWN`` exactly as ``from_code`` does, while unknown
+      *names* still raise (no Kafka record holds a name).
+    """
+
     @classmethod
     def from_code(cls, code: int) -> _CodedEnum:
+        """Kafka's ``fromCode``: an unknown code is ``UNKNOWN`` (code 0)."""
         try:
             return cls(code)
         except ValueError:
             return cls(0)  # UNKNOWN
 
     @classmethod
-    def parse(cls, text: str | int | _CodedEnum) -> _CodedEnum:
-        """Accept a member, a code, the enum name in any case, or Kafka's PascalCase (`DescribeConfigs`)."""
+    def parse(cls, text: str | int | _CodedEnum, *, stored: bool = False) -> _CodedEnum:
+        """Accept a member, a code, the enum name in any case, or Kafka's PascalCase (`DescribeConfigs`).
+
+        Unknown codes raise unless ``stored`` (then they are ``UNKNOWN``, as Kafka decodes them); unknown names
+        always raise. See the class docstring for which callers use which.
+        """
         if isinstance(text, cls):
             return text
-        if isinstance(text, int):
-            return cls(text)
+        if isinstance(text, int) and not isinstance(text, bool):
+            return cls._by_code(text, stored)
         key = str(text).strip().replace("-", "_")
+        if re.fullmatch(r"[+-]?[0-9]+", key):
+            return cls._by_code(int(key), stored)
         if key.upper() in cls.__members__:
             return cls[key.upper()]
         snake = "".join("_" + c if c.isupper() and i else c for i, c in enumerate(key)).upper()
         if snake in cls.__members__:
             return cls[snake]
         raise ValueError(f"unknown {cls.__name__} {text!r}; expected one of {', '.join(cls.__members__)}")
+
+    @classmethod
+    def _by_code(cls, code: int, stored: bool) -> _CodedEnum:
+        if stored:
+            return cls.from_code(code)
+        try:
+            return cls(code)
+        except ValueError:
+            known = ", ".join(f"{m.value} ({m.name})" for m in cls)
+            raise ValueError(f"unknown {cls.__name__} code {code} (Kafka's fromCode would read it as UNKNOWN; "
+                             f"say UNKNOWN or 0 if that is meant); expected one of {known}") from None
 
 
 class ResourceType(_CodedEnum):
@@ -118,15 +151,20 @@ class AclBinding:
         operation: str | int,
         permission_type: str | int,
     ) -> AclBinding:
-        """Build from names or codes, normalising to the enum names."""
+        """Build from names or codes, normalising to the enum names.
+
+        This is how stored ACLs are read (``StandardAuthorizer.add_acl`` normalises through it), so a code Kafka
+        does not know becomes ``UNKNOWN`` as ``fromCode`` makes it; a name that is not an enum name raises
+        ``ValueError``.
+        """
         return cls(
-            ResourceType.parse(resource_type).name,
+            ResourceType.parse(resource_type, stored=True).name,
             resource_name,
-            PatternType.parse(pattern_type).name,
+            PatternType.parse(pattern_type, stored=True).name,
             principal,
             host,
-            AclOperation.parse(operation).name,
-            AclPermissionType.parse(permission_type).name,
+            AclOperation.parse(operation, stored=True).name,
+            AclPermissionType.parse(permission_type, stored=True).name,
         )
 
     @classmethod

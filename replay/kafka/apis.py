@@ -128,12 +128,15 @@ class Check:
 @dataclass(frozen=True, slots=True)
 class Requirement:
     """Alternatives (any one allowed suffices). ``error``: what the request gets when none is allowed.
-    ``filters``: a denial only hides resources from the response; the call itself never fails."""
+    ``filters``: a denial only hides resources from the response; the call itself never fails.
+    ``per_topic``: a denied request-level check is answered per topic: every named topic (partition) gets
+    ``error`` (a follower Fetch without Cluster:ClusterAction: TOPIC_AUTHORIZATION_FAILED everywhere)."""
 
     alternatives: tuple[Check, ...]
     error: str = ""
     filters: bool = False
     note: str = ""
+    per_topic: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +163,8 @@ def _c(rt: str, op: str, arg: str | None = None, *, when: str | None = None, unl
                  since, until, min_api, max_api, note)
 
 
-def _r(*alts: Check, error: str = "", filters: bool = False, note: str = "") -> Requirement:
-    return Requirement(tuple(alts), error, filters, note)
+def _r(*alts: Check, error: str = "", filters: bool = False, note: str = "", per_topic: bool = False) -> Requirement:
+    return Requirement(tuple(alts), error, filters, note, per_topic)
 
 
 TOPIC_FAILED = "TOPIC_AUTHORIZATION_FAILED"
@@ -202,9 +205,13 @@ APIS: tuple[ApiSpec, ...] = (
         _r(_c("TOPIC", "WRITE", ARG_TOPICS), error=TOPIC_FAILED, note="per topic"),
     )),
     ApiSpec(1, "FETCH", (
-        _r(_c("CLUSTER", "CLUSTER_ACTION", when=COND_FOLLOWER), error=CLUSTER_FAILED,
-           note="replica (follower) fetch; also KRaft replication fetch on the controller"),
-        _r(_c("TOPIC", "READ", ARG_TOPICS, unless=COND_FOLLOWER), error=TOPIC_FAILED, note="consumer fetch, per topic"),
+        _r(Check("CLUSTER", "CLUSTER_ACTION", when=frozenset({COND_FOLLOWER}), unless=frozenset({COND_CONTROLLER})),
+           error=TOPIC_FAILED, per_topic=True,
+           note="replica (follower) fetch on a broker: denied -> every partition TOPIC_AUTHORIZATION_FAILED"),
+        _r(_c("CLUSTER", "CLUSTER_ACTION", when=COND_CONTROLLER), error=CLUSTER_FAILED,
+           note="KRaft replication fetch on a controller listener: authorizeClusterOperation, whole request fails"),
+        _r(Check("TOPIC", "READ", ARG_TOPICS, unless=frozenset({COND_FOLLOWER, COND_CONTROLLER})), error=TOPIC_FAILED,
+           note="consumer fetch, per topic"),
     )),
     ApiSpec(2, "LIST_OFFSETS", (_r(_c("TOPIC", "DESCRIBE", ARG_TOPICS), error=TOPIC_FAILED),)),
     ApiSpec(3, "METADATA", (
@@ -526,7 +533,10 @@ def could_call(
                     hidden.append((unnamed[0].resource_type, label))
                 else:
                     request_failed = True
-                    denied.append((unnamed[0].resource_type, label))
+                    if req.per_topic and topic_list:
+                        denied.extend(("TOPIC", t) for t in topic_list)
+                    else:
+                        denied.append((unnamed[0].resource_type, label))
                     first_error = first_error or req.error
             continue
         primary = named[0].arg

@@ -47,6 +47,7 @@ __all__ = [
     "DENIED",
     "ERROR",
     "HARDCODE_PROBE_NAME",
+    "WILDCARD_REQUEST_MESSAGE",
     "AclBinding",
     "AclCacheError",
     "AclStateError",
@@ -73,6 +74,12 @@ REASON_ALLOW_EVERYONE = "allow everyone"
 REASON_NOT_READY = "not ready"
 REASON_BAD_ACL = "malformed stored ACL"
 REASON_WILDCARD_REQUEST = "request principal User:*"
+
+WILDCARD_REQUEST_MESSAGE = (
+    "the requesting principal is User:* itself: Kafka 4.x builds the principals an ACL may name as "
+    "Set.of(<requester>, User:*), and Set.of throws IllegalArgumentException (duplicate element) when both are "
+    "User:*, so Kafka gives no answer for this requester (only a super user named User:* is answered, before that "
+    "step). To ask what a principal without ACLs of its own could do, ask for such a principal (e.g. User:nobody)")
 
 HARDCODE_PROBE_NAME = "hardcode"  # the literal name the Authorizer interface default probes with (KIP-679)
 
@@ -476,7 +483,7 @@ def _parse_enum(enum: Any, value: Any, what: str) -> int:
     try:
         return int(enum.parse(value))
     except (ValueError, KeyError) as exc:
-        raise InvalidArgumentError(f"unknown {what} {value!r}") from exc
+        raise InvalidArgumentError(f"{what}: {exc}") from exc
 
 
 def _normalise(binding: AclBinding) -> AclBinding:
@@ -612,8 +619,7 @@ class StandardAuthorizer:
         if exp.reason == REASON_NOT_READY:
             return AuthorizerNotReadyError("The authorizer is not ready: the initial ACL load has not completed.")
         if exp.reason == REASON_WILDCARD_REQUEST:
-            return InvalidArgumentError("Kafka cannot authorize the principal User:* itself (duplicate element in "
-                                        "its principal set)")
+            return InvalidArgumentError(WILDCARD_REQUEST_MESSAGE)
         java = "java.lang." + (exp.error or "IllegalStateException")
         return AclStateError(f"stored ACL(s) {', '.join(exp.acl_ids)} cannot be evaluated by Kafka ({exp.error})",
                              java, exp.acl_ids)
@@ -720,6 +726,17 @@ class StandardAuthorizer:
     def explain_by_resource_type(
         self, principal: str, host: str, operation: str | int, resource_type: str | int
     ) -> Explanation:
+        """``authorize_by_resource_type`` with an ``Explanation`` (``result="ERROR"`` where Kafka would throw).
+
+        Kafka 4.3.1 answers in this order: argument checks; the ``authorize`` probe of the name ``hardcode``
+        (ALLOWED there returns at once); then ``acls(filter)``, which ``AclCache`` builds **eagerly**: it turns
+        every stored ACL, of every resource type, into an ``AclBinding`` before the walk starts, and an ACL whose
+        codes no ``AclBinding`` can hold (resource type ANY, pattern ANY/MATCH, operation ANY, permission ANY)
+        throws ``IllegalArgumentException`` there -- even when a matching LITERAL ``*`` DENY would end the walk
+        first (checked on the real classes: ``TOPIC LITERAL * User:* WRITE DENY`` plus ``GROUP LITERAL g
+        User:x ANY ALLOW`` -> ERROR). Only then the walk in Kafka's order (host, principal parse: a principal
+        without ``:`` throws, principal, operation; a matching LITERAL ``*`` DENY returns DENIED at once).
+        """
         rtype = _parse_enum(ResourceType, resource_type, "resource type")
         op = _parse_enum(AclOperation, operation, "operation")
         if rtype == ResourceType.ANY:
@@ -737,7 +754,8 @@ class StandardAuthorizer:
         if probe.result != DENIED:
             return Explanation(probe.result, probe.reason, probe.acl_ids, probe.has_resource_acls, h, probe.error,
                                via_probe=True)
-        # 2. acls(filter) turns every stored ACL into an AclBinding; some codes cannot be one.
+        # 2. acls(filter) turns every stored ACL into an AclBinding before anything is walked (AclCache.acls
+        #    collects a list; Kafka 4.3.1), so an unbindable ACL anywhere throws, whatever the walk would meet.
         if self._unbindable:
             bad = tuple(sorted(e.acl_id for e in self._by_id.values() if e.unbindable))
             return Explanation(ERROR, REASON_BAD_ACL, bad, False, h, "IllegalArgumentException")

@@ -1,23 +1,31 @@
-"""Point-in-time audits over the lake, built on the batch authorizer (`authorize.decide_keys`): every decision in an
-audit is a StandardAuthorizer decision with its certainty, never a second rule set.
+"""Point-in-time audits over the lake, built on the batch authorizer's decision query (`authorize.decide_sql`):
+every decision in an audit is a StandardAuthorizer decision with its certainty, never a second rule set.
 
-| audit | Python (DataFrame) | plain function for the CLI (rows) |
-|---|---|---|
-| (a) who could do an operation on a resource at a time | `who_can` | `audit_who_can` |
-| (b) what a principal could do at a time | `what_can` | `audit_what_can` |
-| (c) what changed between two times: ACLs, and access gained/lost | `acl_changes`, `access_changes` | `audit_changes` |
-| (d) timeline of one principal's or one resource's access | `timeline` | `audit_timeline` |
-| (e) risky grants over time | `risky_grants` | `audit_risky_grants` |
+Each audit is one Spark SQL query text (the `*_sql` builders below) run two ways: from Python over the lake's
+DataFrames (`spark.sql(text, hist=..., cov=...)`), and as a SQL table function registered by
+`register_audit_functions`, which embeds the very same text over the lake's tables. So the Python and SQL answers
+are the same rows by construction (and the tests check it).
 
-SQL: `register_audit_functions(spark, lake)` creates the table functions `acl_risky_grants(cluster, at_offset)`
-(at_offset NULL: over all history) and `acl_diff(cluster, from_offset, to_offset)` (ACLs added / removed, with
-certainty), pure SQL over the lake's tables. The audits that need decisions are Python; `as_view(df, name)` (or
-the `view=` argument of every audit) publishes their result as a temporary view for SQL and notebooks.
+| audit | Python (DataFrame) | plain function for the CLI (rows) | SQL table function |
+|---|---|---|---|
+| (a) who could do an operation on a resource at a time | `who_can` | `audit_who_can` | `acl_who_can` |
+| (b) what a principal could do at a time | `what_can` | `audit_what_can` | `acl_what_can` |
+| (c) what changed between two times: ACLs, and access gained/lost | `acl_changes`, `access_changes` | `audit_changes` | `acl_diff`, `acl_access_changes` |
+| (d) timeline of one principal's or one resource's access | `timeline` | `audit_timeline` | `acl_timeline` |
+| (e) risky grants over time | `risky_grants` | `audit_risky_grants` | `acl_risky_grants` |
+
+`as_view(df, name)` (or the `view=` argument of every audit) also publishes a result as a temporary view.
 
 Conventions shared by every audit:
 
 * the principal `User:*` stands for **everyone**: any principal that has no ACL of its own (column `who`);
   host `*` stands for any host that no ACL names;
+* the hosts looked at are the client addresses ACLs name, but only those a client can present: Kafka compares an
+  ACL's host with Java's rendering of the client address (`0:0:0:0:0:0:0:1`, never `::1`; no DNS), so an ACL host
+  that is not its own rendering (`::1`, `localhost`, `010.0.0.1`) never matches anybody. Those ACLs are not
+  hidden: they are listed after the answer as rows with decision `NEVER_MATCHES` and reason
+  `acl_host_never_matches` (who-can: the ones for the operation asked; what-can: all of the principal's);
+  change and timeline audits simply do not evaluate such hosts;
 * the resources looked at are the ACLs' own patterns: a PREFIXED pattern `pay` is evaluated for a resource named
   exactly `pay`, the LITERAL `*` for a resource named `*` (what holds for every name of the type unless a more
   specific ACL says otherwise); the rows say which pattern (`pattern_type`, `resource_name`);
@@ -26,37 +34,45 @@ Conventions shared by every audit:
 * (e)'s `default_exposed`: topics that exist at the time (TopicRecord names in `metadata_records`: the latest
   snapshot at or before the time plus the log after it, minus RemoveTopicRecords; records inside metadata
   transactions are taken at their own offsets) that no ACL covers (no LITERAL, PREFIXED or `*` ACL of any
-  principal), so `allow.everyone.if.no.acl.found=true` would let anybody use them. `certain` is false when an
-  uncertain ACL might cover the topic or the history is incomplete there.
+  principal), so `allow.everyone.if.no.acl.found=true` lets anybody use them. Listed when that setting is true or
+  not given (None / SQL NULL: "what it would expose"), not when it is false. `certain` is false when an uncertain
+  ACL might cover the topic or the history is incomplete there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 
+from replay.kafka.acl import AclOperation, ResourceType
 from replay.spark.authorize import (
     _KEY,
-    _RES_KEY,
     ALLOWED,
     ANY_HOST,
     COV_COMPLETE,
     DENIED,
+    HOST_FUNCTION,
     R_DENY,
     UNKNOWN,
     WILDCARD_PRINCIPAL,
     AuthorizerSettings,
     LakeTables,
-    _candidate_counts,
-    _coverage,
-    _history,
-    _probes,
-    decide_keys,
+    SqlSettings,
+    candidate_counts_sql,
+    coverage_sql,
+    decide_sql,
+    history_sql,
+    live_sql,
+    op_match_sql,
+    probes_sql,
+    register_host_function,
+    run_sql,
+    sql_literal,
 )
-from replay.spark.queries import ACL_FIELDS, certainly_live, last_offset, offset_at_time, possibly_live
+from replay.spark.queries import ACL_FIELDS, last_offset, offset_at_time
 
 # AclEntry.supportedOperations (spec §5.3): what an audit asks about for each resource type.
 SUPPORTED_OPERATIONS: dict[str, list[str]] = {
@@ -70,6 +86,8 @@ SUPPORTED_OPERATIONS: dict[str, list[str]] = {
 }
 EVERYONE = "everyone"
 ANY_HOST_TEXT = "any host"
+NEVER_MATCHES = "NEVER_MATCHES"
+R_HOST_NEVER_MATCHES = "acl_host_never_matches"
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------
@@ -93,164 +111,293 @@ def _finish(df: DataFrame, view: str | None) -> DataFrame:
     return as_view(df, view) if view else df
 
 
-def _ops_for(rtype: Column, op: Column | None = None) -> Column:
+@dataclass(frozen=True)
+class _Sources:
+    """Where an audit query reads: relation names (`{hist}` placeholders for DataFrames, or the lake's tables)."""
+
+    hist: str
+    cov: str
+    times: str
+    records: str | None
+
+
+def _records(lake: Any) -> DataFrame | None:
+    try:
+        records: DataFrame = lake.read("metadata_records")
+        return records
+    except Exception:  # no such table in this lake
+        return None
+
+
+def _run(spark: SparkSession, lake: Any, build: Callable[[_Sources], str]) -> DataFrame:
+    """Run an audit query from Python over the lake's DataFrames."""
+    tables = LakeTables.of(lake)
+    frames = {"hist": tables.history, "cov": tables.coverage, "times": tables.offset_times}
+    records = None if isinstance(lake, LakeTables) else _records(lake)
+    if records is not None:
+        frames["records"] = records
+    register_host_function(spark)
+    return run_sql(spark, build(_Sources("{hist}", "{cov}", "{times}", "{records}" if records is not None else None)),
+                   **frames)
+
+
+def _enum_sql(expr: str, enum: Any, what: str) -> str:
+    """An enum name or code in any spelling (as `AclOperation.parse` reads it) -> the enum name; an error for
+    anything else (NULL stays NULL)."""
+    pairs = ", ".join(f"'{k}', '{m.name}'" for m in enum for k in (m.name.replace("_", ""), str(int(m))))
+    found = f"element_at(map({pairs}), upper(regexp_replace(trim({expr}), '[-_ ]', '')))"
+    return (f"CASE WHEN {expr} IS NULL THEN CAST(NULL AS STRING) WHEN {found} IS NULL THEN "
+            f"CAST(raise_error(concat('unknown {what} ', {expr})) AS STRING) ELSE {found} END")
+
+
+def _ops_sql(rtype: str, op: str | None = None) -> str:
     """Operations an audit asks about: every supported one of the type, or those an ACL operation decides (ALL ->
     all supported; an ALLOW of READ/WRITE/DELETE/ALTER also decides DESCRIBE, ALTER_CONFIGS DESCRIBE_CONFIGS)."""
-    supported = F.coalesce(F.element_at(F.create_map(*[x for t, ops in SUPPORTED_OPERATIONS.items()
-                                                       for x in (F.lit(t), F.array(*[F.lit(o) for o in ops]))]),
-                                        rtype), F.array().cast("array<string>"))
+    pairs = ", ".join(f"'{t}', array({', '.join(repr(o) for o in ops)})" for t, ops in SUPPORTED_OPERATIONS.items())
+    supported = f"coalesce(element_at(map({pairs}), {rtype}), CAST(array() AS ARRAY<STRING>))"
     if op is None:
         return supported
-    implied = (F.when(op.isin("READ", "WRITE", "DELETE", "ALTER"), F.array(op, F.lit("DESCRIBE")))
-               .when(op == "ALTER_CONFIGS", F.array(op, F.lit("DESCRIBE_CONFIGS"))).otherwise(F.array(op)))
-    return F.when(op == "ALL", supported).otherwise(implied)
+    return (f"CASE WHEN {op} = 'ALL' THEN {supported} WHEN {op} IN ('READ', 'WRITE', 'DELETE', 'ALTER') "
+            f"THEN array({op}, 'DESCRIBE') WHEN {op} = 'ALTER_CONFIGS' THEN array({op}, 'DESCRIBE_CONFIGS') "
+            f"ELSE array({op}) END")
 
 
-def _who(p: Column) -> Column:
-    return F.when(p == WILDCARD_PRINCIPAL, F.lit(EVERYONE)).otherwise(p)
+def _who_sql(p: str) -> str:
+    return f"CASE WHEN {p} = '{WILDCARD_PRINCIPAL}' THEN '{EVERYONE}' ELSE {p} END"
 
 
-def _host_text(h: Column) -> Column:
-    return F.when(h == ANY_HOST, F.lit(ANY_HOST_TEXT)).otherwise(h)
+def _host_text_sql(h: str) -> str:
+    return f"CASE WHEN {h} = '{ANY_HOST}' THEN '{ANY_HOST_TEXT}' ELSE {h} END"
 
 
-def _acl_text(prefix: str = "") -> Column:
+def _matchable_sql(h: str) -> str:
+    """A host string a client address can render to (Kafka compares the rendering), or `*`."""
+    return f"({h} = '*' OR coalesce({HOST_FUNCTION}({h}).host = {h}, false))"
+
+
+def _acl_text_sql(p: str = "") -> str:
     """`TOPIC:PREFIXED:pay User:bob ALLOW READ from *` — one ACL in a line."""
-    c = [F.col(prefix + f) for f in ACL_FIELDS]
-    return F.concat_ws("", c[0], F.lit(":"), c[2], F.lit(":"), c[1], F.lit(" "), c[3], F.lit(" "), c[6], F.lit(" "),
-                       c[5], F.lit(" from "), c[4])
+    c = {f: p + f for f in ACL_FIELDS}
+    return (f"concat_ws('', {c['resource_type']}, ':', {c['pattern_type']}, ':', {c['resource_name']}, ' ', "
+            f"{c['principal']}, ' ', {c['permission_type']}, ' ', {c['operation']}, ' from ', {c['host']})")
 
 
-def _describe_ids(results: DataFrame, hist: DataFrame, ids_col: str, out_col: str) -> DataFrame:
-    """Add `out_col`: the ACLs behind `ids_col` spelled out (kafka-acls-like one-liners), same order as the ids.
-
-    Joined back on (cluster, the id array) itself, so the text always belongs to its own row (a generated row id
-    would not survive the plan being evaluated twice).
-    """
-    texts = (hist.select(F.col("cluster_id").alias("_hc"), F.col("acl_id").alias("_hid"), _acl_text().alias("_txt"))
-             .distinct())
-    keys = results.select(F.col("cluster_id").alias("_kc"), F.col(ids_col).alias("_ids")).distinct()
-    exploded = keys.select("_kc", "_ids", F.posexplode("_ids").alias("_pos", "_id"))
-    named = (exploded.join(texts, (F.col("_kc") == F.col("_hc")) & (F.col("_id") == F.col("_hid")), "left")
-             .groupBy("_kc", "_ids")
-             .agg(F.array_sort(F.collect_list(F.struct("_pos", F.coalesce("_txt", "_id").alias("t")))).alias("_l")))
-    joined = results.join(named, (results["cluster_id"] == named["_kc"]) & (results[ids_col] == named["_ids"]),
-                          "left")
-    return (joined.withColumn(out_col, F.coalesce(F.transform("_l", lambda s: s["t"]),
-                                                  F.array().cast("array<string>")))
-            .drop("_kc", "_ids", "_l"))
+def _describe_sql(results: str, ids_col: str, out_col: str, hist: str) -> str:
+    """`results` plus `out_col`: the ACLs behind `ids_col` spelled out, same order as the ids. Joined back on
+    (cluster, the id array) itself, so the text always belongs to its own row."""
+    return f"""SELECT r.*, coalesce(transform(n._l, s -> s.t), CAST(array() AS ARRAY<STRING>)) AS {out_col}
+FROM {results} r LEFT JOIN (
+  SELECT e._kc, e._ids, array_sort(collect_list(named_struct('_pos', e._pos, 't', coalesce(t._txt, e._id)))) AS _l
+  FROM (SELECT _kc, _ids, _pos, _id FROM (SELECT DISTINCT cluster_id AS _kc, {ids_col} AS _ids FROM {results})
+        LATERAL VIEW posexplode(_ids) x AS _pos, _id) e
+  LEFT JOIN (SELECT DISTINCT cluster_id AS _hc, acl_id AS _hid, {_acl_text_sql()} AS _txt FROM {hist}) t
+    ON e._kc = t._hc AND e._id = t._hid
+  GROUP BY e._kc, e._ids) n ON r.cluster_id = n._kc AND r.{ids_col} = n._ids"""
 
 
-def _only_distinct_hosts(df: DataFrame, group: list[str]) -> DataFrame:
+def _decorate_sql(decided: str) -> str:
+    return (f"SELECT cluster_id, _at AS as_of_offset, _p AS principal, {_who_sql('_p')} AS who, _h AS host, "
+            f"{_host_text_sql('_h')} AS from_host, _op AS operation, _rtype AS resource_type, _name AS resource_name, "
+            f"decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage FROM {decided}")
+
+
+def _only_distinct_hosts_sql(rel: str, group: Sequence[str]) -> str:
     """Keep a host-specific row only where its answer differs from the any-host row of the same group."""
-    w = Window.partitionBy(*group)
-    sig = F.concat_ws("|", "decision", "reason")
-    anyhost = F.first(F.when(F.col("host") == ANY_HOST, sig), ignorenulls=True).over(w)
-    return (df.withColumn("_any", anyhost)
-            .where((F.col("host") == ANY_HOST) | F.col("_any").isNull() | (sig != F.col("_any"))).drop("_any"))
+    sig = "concat_ws('|', decision, reason)"
+    return (f"SELECT * EXCEPT (_sig, _any) FROM (SELECT *, {sig} AS _sig, first(CASE WHEN host = '{ANY_HOST}' "
+            f"THEN {sig} END, true) OVER (PARTITION BY {', '.join(group)}) AS _any FROM {rel}) "
+            f"WHERE host = '{ANY_HOST}' OR _any IS NULL OR _sig != _any")
 
 
-def _keys(df: DataFrame) -> DataFrame:
-    return df.select(*_KEY).where(F.col("_p").contains(":")).distinct()
+def _keys_from(rel: str) -> str:
+    return f"SELECT DISTINCT {', '.join(_KEY)} FROM {rel} WHERE contains(_p, ':')"
 
 
-def _decorate(decided: DataFrame, tables: LakeTables) -> DataFrame:
-    """Readable columns over decided keys."""
-    d = decided.select(
-        "cluster_id", F.col("_at").alias("as_of_offset"), F.col("_p").alias("principal"), _who(F.col("_p")).alias("who"),
-        F.col("_h").alias("host"), _host_text(F.col("_h")).alias("from_host"), F.col("_op").alias("operation"),
-        F.col("_rtype").alias("resource_type"), F.col("_name").alias("resource_name"), "decision", "certain",
-        "reason", "deciding_acl_ids", "uncertain_acl_ids", "coverage")
-    return _describe_ids(d, tables.history, "deciding_acl_ids", "via")
+def _decided_sql(keys: str, src: _Sources, settings: SqlSettings) -> str:
+    return f"({decide_sql(keys, src.hist, src.cov, settings)})"
 
 
 # ---- (a) who could ---------------------------------------------------------------------------------------------
+
+def who_can_sql(src: _Sources, cluster: str, operation: str, resource_type: str, resource_name: str, at: str,
+                settings: SqlSettings) -> str:
+    """Who could perform `operation` on the resource at offset `at` (all arguments SQL expressions).
+
+    Parameters are used inline, never through a one-row relation joined in twice (Spark's ReorderJoin fails an
+    assertion when one plan appears twice in a flattened inner join)."""
+    c = f"CAST({cluster} AS STRING)"
+    at_ = f"CAST({at} AS BIGINT)"
+    op = _enum_sql(operation, AclOperation, "operation")
+    certain, maybe = live_sql("p._at", "h")
+    via_main = _describe_sql("_deco", "deciding_acl_ids", "via", src.hist)
+    out = ("cluster_id, as_of_offset, principal, who, host, from_host, operation, resource_type, resource_name, "
+           "decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage, via")
+    return f"""WITH
+_r AS (SELECT {c} AS cluster_id, {_enum_sql(resource_type, ResourceType, 'resource type')} AS _rtype,
+         CAST({resource_name} AS STRING) AS _name, {at_} AS _at),
+_hh AS (SELECT * FROM ({history_sql(src.hist)}) WHERE cluster_id = {c}),
+_cands AS (SELECT h.*, p._at, p._name AS _asked, {certain} AS _cl
+           FROM ({probes_sql("_r", "_hh")}) p
+           JOIN _hh h ON p.cluster_id = h.cluster_id AND p._rtype = h._rtype AND p._pk = h._pk AND p._pn = h._pn
+           WHERE {maybe}),
+_pr AS (SELECT principal AS _p FROM _cands UNION SELECT '{WILDCARD_PRINCIPAL}' UNION
+        SELECT explode({settings.super_users}) AS _p),
+_hosts AS (SELECT host AS _h FROM _cands WHERE {_matchable_sql('host')} UNION SELECT '{ANY_HOST}'),
+_k0 AS (SELECT r.cluster_id, p._p, h._h, {op} AS _op, r._rtype, r._name, r._at
+        FROM _r r CROSS JOIN _pr p CROSS JOIN _hosts h),
+_deco AS ({_decorate_sql(_decided_sql(f"({_keys_from('_k0')})", src, settings))}),
+_main AS (SELECT {out} FROM ({_only_distinct_hosts_sql(f"({via_main})", ["principal"])})
+          WHERE decision != '{DENIED}' OR reason = '{R_DENY}'),
+_never AS (SELECT c.cluster_id, c._at AS as_of_offset, c.principal, {_who_sql('c.principal')} AS who, c.host,
+             c.host AS from_host, {op} AS operation, c.resource_type, c._asked AS resource_name,
+             '{NEVER_MATCHES}' AS decision, c._cl AS certain, '{R_HOST_NEVER_MATCHES}' AS reason,
+             array(c.acl_id) AS deciding_acl_ids, CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage,
+             array({_acl_text_sql('c.')}) AS via
+           FROM _cands c LEFT JOIN ({coverage_sql("_r", src.cov)}) v ON c.cluster_id = v.cluster_id AND c._at = v._at
+           WHERE NOT {_matchable_sql('c.host')} AND {op_match_sql('c.operation', 'c._allow', op)})
+SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
+ORDER BY decision = '{NEVER_MATCHES}', principal != '{WILDCARD_PRINCIPAL}', principal, host"""
+
 
 def who_can(spark: SparkSession, lake: Any, cluster: str, operation: str, resource_type: str, resource_name: str,
             offset: int | None = None, time: int | None = None, super_users: str | Sequence[str] | None = "",
             allow_everyone: bool = False, view: str | None = None) -> DataFrame:
     """Every principal (and `everyone`) that could perform `operation` on the resource at that moment, per host,
-    through which ACLs; explicit DENYs are listed too (decision DENIED, reason matching_deny)."""
-    tables = LakeTables.of(lake)
-    settings = AuthorizerSettings.of(super_users, allow_everyone)
+    through which ACLs; explicit DENYs are listed too (decision DENIED, reason matching_deny), then the ACLs for that
+    operation whose host no client can present (decision NEVER_MATCHES)."""
+    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
     at = resolve_offset(lake, cluster, offset, time)
-    from replay.kafka.acl import AclOperation, ResourceType
-
     op = AclOperation.parse(operation).name
     rtype = ResourceType.parse(resource_type).name
-    resource = spark.createDataFrame([(cluster, rtype, resource_name, at)],
-                                     "cluster_id string, _rtype string, _name string, _at long")
-    hist = _history(tables.history)
-    cands = (_probes(resource, hist).join(hist, ["cluster_id", "_rtype", "_pk", "_pn"])
-             .where(certainly_live(F.col("_at")) | possibly_live(F.col("_at"))))
-    principals = cands.select(F.col("principal").alias("_p")).union(
-        spark.createDataFrame([(p,) for p in [WILDCARD_PRINCIPAL, *sorted(settings.super_users)]], "_p string"))
-    hosts = cands.select(F.col("host").alias("_h")).union(spark.createDataFrame([(ANY_HOST,)], "_h string"))
-    keys = (resource.crossJoin(principals.distinct()).crossJoin(hosts.distinct())
-            .withColumn("_op", F.lit(op)))
-    decided = decide_keys(_keys(keys), tables, settings)
-    out = _only_distinct_hosts(_decorate(decided, tables), ["principal"])
-    out = out.where((F.col("decision") != DENIED) | (F.col("reason") == R_DENY))
-    return _finish(out.orderBy(F.col("principal") != WILDCARD_PRINCIPAL, "principal", "host"), view)
+    df = _run(spark, lake, lambda src: who_can_sql(src, sql_literal(cluster), sql_literal(op), sql_literal(rtype),
+                                                   sql_literal(resource_name), sql_literal(at), settings))
+    return _finish(df, view)
 
 
 # ---- (b) what could ------------------------------------------------------------------------------------------
+
+def what_can_sql(src: _Sources, cluster: str, principal: str, at: str, settings: SqlSettings) -> str:
+    """What `principal` could do at offset `at` (SQL expressions, used inline)."""
+    c = f"CAST({cluster} AS STRING)"
+    who = f"CAST({principal} AS STRING)"
+    at_ = f"CAST({at} AS BIGINT)"
+    certain, maybe = live_sql(at_, "h")
+    out = ("d.cluster_id, d.as_of_offset, d.principal, d.who, d.host, d.from_host, d.operation, d.resource_type, "
+           "d.resource_name, d.decision, d.certain, d.reason, d.deciding_acl_ids, d.uncertain_acl_ids, d.coverage, "
+           "d.via")
+    group = ["resource_type", "resource_name", "pattern_type", "operation"]
+    decided = _decided_sql(f"({_keys_from('_k0')})", src, settings)
+    return f"""WITH
+_live AS (SELECT h.*, {at_} AS _at, {certain} AS _cl FROM {src.hist} h
+          WHERE h.cluster_id = {c} AND h.principal IN ({who}, '{WILDCARD_PRINCIPAL}') AND {maybe}),
+_pats AS (SELECT DISTINCT cluster_id, resource_type AS _rtype, resource_name AS _name, pattern_type AS _pattern
+          FROM _live),
+_hosts AS (SELECT DISTINCT host AS _h FROM _live WHERE {_matchable_sql('host')} UNION SELECT '{ANY_HOST}'),
+_k0 AS (SELECT p.cluster_id, {who} AS _p, h._h, o AS _op, p._rtype, p._name, {at_} AS _at
+        FROM _pats p CROSS JOIN _hosts h LATERAL VIEW explode({_ops_sql('p._rtype')}) e AS o),
+_dec AS {decided},
+_deco AS ({_describe_sql(f"({_decorate_sql('_dec')})", "deciding_acl_ids", "via", src.hist)}),
+_j AS (SELECT {out}, coalesce(p._pattern, 'LITERAL') AS pattern_type FROM _deco d LEFT JOIN _pats p
+       ON d.cluster_id = p.cluster_id AND d.resource_type = p._rtype AND d.resource_name = p._name),
+_main AS (SELECT * FROM ({_only_distinct_hosts_sql("_j", group)})
+          WHERE decision != '{DENIED}' OR reason = '{R_DENY}'),
+_never AS (SELECT l.cluster_id, l._at AS as_of_offset, l.principal, {_who_sql('l.principal')} AS who, l.host,
+             l.host AS from_host, l.operation, l.resource_type, l.resource_name, '{NEVER_MATCHES}' AS decision,
+             l._cl AS certain, '{R_HOST_NEVER_MATCHES}' AS reason, array(l.acl_id) AS deciding_acl_ids,
+             CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage, array({_acl_text_sql('l.')}) AS via,
+             l.pattern_type
+           FROM _live l LEFT JOIN ({coverage_sql(f"(SELECT {c} AS cluster_id, {at_} AS _at)", src.cov)}) v
+             ON l.cluster_id = v.cluster_id AND l._at = v._at
+           WHERE NOT {_matchable_sql('l.host')})
+SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
+ORDER BY decision = '{NEVER_MATCHES}', resource_type, resource_name, pattern_type, operation, host"""
+
 
 def what_can(spark: SparkSession, lake: Any, cluster: str, principal: str, offset: int | None = None,
              time: int | None = None, super_users: str | Sequence[str] | None = "", allow_everyone: bool = False,
              view: str | None = None) -> DataFrame:
     """Resource patterns x operations the principal could use at that moment (through its own ACLs or `User:*`
-    ACLs), per host, through which ACLs; explicit DENYs listed too. A super user gets one row per resource type:
-    everything (reason super_user)."""
-    tables = LakeTables.of(lake)
-    settings = AuthorizerSettings.of(super_users, allow_everyone)
+    ACLs), per host, through which ACLs; explicit DENYs listed too; then its ACLs whose host no client can present
+    (decision NEVER_MATCHES)."""
+    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
     at = resolve_offset(lake, cluster, offset, time)
-    hist = tables.history.where((F.col("cluster_id") == cluster) & F.col("principal").isin(principal,
-                                                                                          WILDCARD_PRINCIPAL))
-    live = hist.where(certainly_live(F.lit(at)) | possibly_live(F.lit(at))) if at is not None else hist.limit(0)
-    patterns = live.select("cluster_id", F.col("resource_type").alias("_rtype"), F.col("resource_name").alias("_name"),
-                           F.col("pattern_type").alias("_pattern")).distinct()
-    hosts = live.select(F.col("host").alias("_h")).union(spark.createDataFrame([(ANY_HOST,)], "_h string")).distinct()
-    keys = (patterns.crossJoin(hosts)
-            .select("cluster_id", F.lit(principal).alias("_p"), "_h", F.explode(_ops_for(F.col("_rtype"))).alias("_op"),
-                    "_rtype", "_name", F.lit(at).cast("long").alias("_at")))
-    decided = _decorate(decide_keys(_keys(keys), tables, settings), tables)
-    pats = patterns.select(F.col("cluster_id").alias("_pc"), F.col("_rtype").alias("_prt"),
-                           F.col("_name").alias("_pnm"), "_pattern")
-    out = (decided.join(pats, (F.col("cluster_id") == F.col("_pc")) & (F.col("resource_type") == F.col("_prt"))
-                        & (F.col("resource_name") == F.col("_pnm")), "left")
-           .withColumn("pattern_type", F.coalesce(F.col("_pattern"), F.lit("LITERAL"))).drop("_pc", "_prt", "_pnm",
-                                                                                            "_pattern"))
-    out = _only_distinct_hosts(out, ["resource_type", "resource_name", "pattern_type", "operation"])
-    out = out.where((F.col("decision") != DENIED) | (F.col("reason") == R_DENY))
-    return _finish(out.orderBy("resource_type", "resource_name", "pattern_type", "operation", "host"), view)
+    df = _run(spark, lake, lambda src: what_can_sql(src, sql_literal(cluster), sql_literal(principal),
+                                                    sql_literal(at), settings))
+    return _finish(df, view)
 
 
 # ---- (c) what changed ----------------------------------------------------------------------------------------
 
-def _status(at: Column) -> Column:
-    return (F.when(at.isNull(), F.lit("unknown")).when(certainly_live(at), "live")
-            .when(possibly_live(at), "maybe").otherwise("gone"))
+def _status_sql(at: str) -> str:
+    certain, maybe = live_sql(at, "h")
+    return f"CASE WHEN {at} IS NULL THEN 'unknown' WHEN {certain} THEN 'live' WHEN {maybe} THEN 'maybe' ELSE 'gone' END"
+
+
+def acl_changes_sql(src: _Sources, cluster: str, start: str, end: str) -> str:
+    """ACL lifetimes whose liveness differs between offsets `start` and `end` (SQL expressions)."""
+    change = ("CASE WHEN before = 'gone' AND after = 'live' THEN 'added' "
+              "WHEN before = 'live' AND after = 'gone' THEN 'removed' "
+              "WHEN after = 'live' THEN 'maybe_added' WHEN before = 'live' THEN 'maybe_removed' "
+              "WHEN before = 'gone' THEN 'maybe_added' WHEN after = 'gone' THEN 'maybe_removed' "
+              "ELSE 'maybe_changed' END")
+    fields = ", ".join(ACL_FIELDS)
+    s0, s1 = f"CAST({start} AS BIGINT)", f"CAST({end} AS BIGINT)"
+    return f"""SELECT cluster_id, acl_id, {fields}, valid_from_offset, valid_from_min_offset, valid_to_offset,
+  valid_to_min_offset, before, after, {change} AS change,
+  before IN ('live', 'gone') AND after IN ('live', 'gone') AS certain, {s0} AS from_offset, {s1} AS to_offset
+FROM (SELECT h.*, {_status_sql(s0)} AS before, {_status_sql(s1)} AS after FROM {src.hist} h
+      WHERE h.cluster_id = CAST({cluster} AS STRING))
+WHERE before != after"""
 
 
 def acl_changes(spark: SparkSession, lake: Any, cluster: str, start: int | None, end: int | None,
                 view: str | None = None) -> DataFrame:
     """ACLs whose liveness differs between offsets `start` and `end`: `added`, `removed`, or with an uncertain side
     `maybe_added` / `maybe_removed` (certain = false)."""
-    hist = LakeTables.of(lake).history.where(F.col("cluster_id") == cluster)
-    s0, s1 = F.lit(start).cast("long"), F.lit(end).cast("long")
-    d = hist.select("cluster_id", "acl_id", *ACL_FIELDS, "valid_from_offset", "valid_from_min_offset",
-                    "valid_to_offset", "valid_to_min_offset", _status(s0).alias("before"), _status(s1).alias("after"))
-    change = (F.when((F.col("before") == "gone") & (F.col("after") == "live"), "added")
-              .when((F.col("before") == "live") & (F.col("after") == "gone"), "removed")
-              .when(F.col("after") == "live", "maybe_added").when(F.col("before") == "live", "maybe_removed")
-              .when(F.col("before") == "gone", "maybe_added").when(F.col("after") == "gone", "maybe_removed")
-              .otherwise("maybe_changed"))
-    out = (d.where(F.col("before") != F.col("after"))
-           .withColumn("change", change)
-           .withColumn("certain", F.col("before").isin("live", "gone") & F.col("after").isin("live", "gone"))
-           .withColumn("from_offset", s0).withColumn("to_offset", s1))
-    return _finish(out.orderBy("change", *ACL_FIELDS), view)
+    order = ", ".join(ACL_FIELDS)
+
+    def build(src: _Sources) -> str:
+        text = acl_changes_sql(src, sql_literal(cluster), sql_literal(start), sql_literal(end))
+        return f"SELECT * FROM ({text}) ORDER BY change, {order}"
+
+    df = _run(spark, lake, build)
+    return _finish(df, view)
+
+
+def access_changes_sql(src: _Sources, cluster: str, start: str, end: str, settings: SqlSettings) -> str:
+    """(principal, host, operation, resource pattern) whose decision differs between `start` and `end`."""
+    key = ["cluster_id", "_p", "_h", "_op", "_rtype", "_name"]
+    s0, s1 = f"CAST({start} AS BIGINT)", f"CAST({end} AS BIGINT)"
+    on = " AND ".join(f"b.{c} = a.{c}" for c in key)
+    cols = ["decision", "certain", "reason", "deciding_acl_ids"]
+
+    def side(n: int, prefix: str) -> str:
+        return (f"SELECT {', '.join(key)}, {', '.join(f'{c} AS {prefix}{c}' for c in cols)} FROM _both "
+                f"WHERE _side = {n}")
+
+    change = (f"CASE WHEN after_decision = '{ALLOWED}' AND before_decision = '{DENIED}' THEN 'gained' "
+              f"WHEN before_decision = '{ALLOWED}' AND after_decision = '{DENIED}' THEN 'lost' ELSE 'uncertain' END")
+    out = (f"SELECT b.cluster_id, b._p AS principal, {_who_sql('b._p')} AS who, b._h AS host, b._op AS operation, "
+           f"b._rtype AS resource_type, b._name AS resource_name, {change} AS change, "
+           f"b.before_certain AND a.after_certain AS certain, {s0} AS from_offset, {s1} AS to_offset, "
+           + ", ".join(f"b.before_{c}" for c in cols) + ", " + ", ".join(f"a.after_{c}" for c in cols)
+           + f" FROM _before b JOIN _after a ON {on} WHERE b.before_decision != a.after_decision")
+    return f"""WITH
+_changed AS ({acl_changes_sql(src, cluster, start, end)}),
+_combos AS (SELECT DISTINCT cluster_id, _p, _h, _op, _rtype, _name FROM (
+  SELECT c.cluster_id, p AS _p, hh AS _h, o AS _op, c.resource_type AS _rtype, c.resource_name AS _name FROM _changed c
+  LATERAL VIEW explode(array_distinct(array(c.principal, '{WILDCARD_PRINCIPAL}'))) e1 AS p
+  LATERAL VIEW explode(array_distinct(array(c.host, '{ANY_HOST}'))) e2 AS hh
+  LATERAL VIEW explode({_ops_sql('c.resource_type', 'c.operation')}) e3 AS o) WHERE {_matchable_sql('_h')}),
+_keys AS (SELECT c.*, s._at, s._side FROM _combos c CROSS JOIN
+          (SELECT {s0} AS _at, 0 AS _side UNION ALL SELECT {s1}, 1) s WHERE contains(c._p, ':')),
+_dec AS {_decided_sql(f"(SELECT DISTINCT {', '.join(_KEY)} FROM _keys)", src, settings)},
+_both AS (SELECT d.*, k._side FROM _dec d JOIN _keys k ON {' AND '.join(f'd.{c} = k.{c}' for c in _KEY)}),
+_before AS ({side(0, 'before_')}),
+_after AS ({side(1, 'after_')}),
+_out AS ({out})
+SELECT * FROM ({_describe_sql("_out", "after_deciding_acl_ids", "after_via", src.hist)})
+ORDER BY change, resource_type, resource_name, principal, operation"""
 
 
 def access_changes(spark: SparkSession, lake: Any, cluster: str, start: int | None, end: int | None,
@@ -259,51 +406,74 @@ def access_changes(spark: SparkSession, lake: Any, cluster: str, start: int | No
     """(principal, host, operation, resource pattern) whose decision differs between `start` and `end`, for the
     patterns and principals of the ACLs that changed (plus `everyone` on those patterns): `gained` (now ALLOWED),
     `lost` (no longer ALLOWED), or `uncertain` when either side is UNKNOWN."""
-    tables = LakeTables.of(lake)
-    settings = AuthorizerSettings.of(super_users, allow_everyone)
-    changed = acl_changes(spark, lake, cluster, start, end)
-    combos = changed.select(
-        "cluster_id", F.explode(F.array_distinct(F.array("principal", F.lit(WILDCARD_PRINCIPAL)))).alias("_p"),
-        F.col("host").alias("_h0"), F.explode(_ops_for(F.col("resource_type"), F.col("operation"))).alias("_op"),
-        F.col("resource_type").alias("_rtype"), F.col("resource_name").alias("_name"))
-    combos = combos.select("cluster_id", "_p", F.explode(F.array_distinct(F.array("_h0", F.lit(ANY_HOST)))).alias("_h"),
-                           "_op", "_rtype", "_name").distinct()
-    ats = spark.createDataFrame([(start, 0), (end, 1)], "_at long, _side int")
-    keys = combos.crossJoin(ats)
-    decided = decide_keys(_keys(keys), tables, settings)
-    side = keys.select(*_KEY, "_side")
-    both = decided.join(side, _KEY)
-    cols = ["decision", "certain", "reason", "deciding_acl_ids"]
-    key = ["cluster_id", "_p", "_h", "_op", "_rtype", "_name"]
-    before = both.where(F.col("_side") == 0).select(*key, *[F.col(c).alias("before_" + c) for c in cols])
-    after = both.where(F.col("_side") == 1).select(*key, *[F.col(c).alias("after_" + c) for c in cols])
-    j = before.join(after, key)
-    j = j.where(F.col("before_decision") != F.col("after_decision"))
-    change = (F.when((F.col("after_decision") == ALLOWED) & (F.col("before_decision") == DENIED), "gained")
-              .when((F.col("before_decision") == ALLOWED) & (F.col("after_decision") == DENIED), "lost")
-              .otherwise("uncertain"))
-    out = j.select("cluster_id", F.col("_p").alias("principal"), _who(F.col("_p")).alias("who"),
-                   F.col("_h").alias("host"), F.col("_op").alias("operation"), F.col("_rtype").alias("resource_type"),
-                   F.col("_name").alias("resource_name"), change.alias("change"),
-                   (F.col("before_certain") & F.col("after_certain")).alias("certain"),
-                   F.lit(start).cast("long").alias("from_offset"), F.lit(end).cast("long").alias("to_offset"),
-                   *[F.col(p + c) for p in ("before_", "after_") for c in cols])
-    out = _describe_ids(out, tables.history, "after_deciding_acl_ids", "after_via")
-    return _finish(out.orderBy("change", "resource_type", "resource_name", "principal", "operation"), view)
+    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
+    df = _run(spark, lake, lambda src: access_changes_sql(src, sql_literal(cluster), sql_literal(start),
+                                                          sql_literal(end), settings))
+    return _finish(df, view)
 
 
 # ---- (d) timeline ----------------------------------------------------------------------------------------------
 
-def _times(df: DataFrame, offset_col: str, out_col: str, offset_times: DataFrame, cluster: str) -> DataFrame:
-    """Add the time of the last indexed offset <= `offset_col` (as-of: union + running max; no range join)."""
-    marks = offset_times.where(F.col("cluster_id") == cluster).select(
-        F.col("offset").alias("_o"), F.col("time").alias("_t"), F.lit(0).alias("_tag"))
-    want = df.select(F.col(offset_col).alias("_o")).where(F.col("_o").isNotNull()).distinct().select(
-        "_o", F.lit(None).cast("long").alias("_t"), F.lit(1).alias("_tag"))
-    w = Window.orderBy("_o", "_tag").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    found = (marks.unionByName(want).withColumn("_tt", F.last("_t", ignorenulls=True).over(w))
-             .where(F.col("_tag") == 1).select(F.col("_o").alias(offset_col + "_k"), F.col("_tt").alias(out_col)))
-    return df.join(found, F.col(offset_col).eqNullSafe(F.col(offset_col + "_k")), "left").drop(offset_col + "_k")
+def _times_sql(rel: str, offset_col: str, out_col: str, times: str, cluster: str) -> str:
+    """`rel` plus `out_col`: the time of the last indexed offset <= `offset_col` (as-of window; no range join)."""
+    return f"""SELECT r.*, f._tt AS {out_col} FROM {rel} r LEFT JOIN (
+  SELECT _o AS _k, _tt FROM (
+    SELECT _o, _tag, last(_t, true) OVER (ORDER BY _o, _tag ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _tt
+    FROM (SELECT t.`offset` AS _o, t.`time` AS _t, 0 AS _tag FROM {times} t WHERE t.cluster_id = {cluster}
+          UNION ALL SELECT DISTINCT {offset_col} AS _o, CAST(NULL AS BIGINT) AS _t, 1 AS _tag FROM {rel}
+          WHERE {offset_col} IS NOT NULL)) WHERE _tag = 1) f
+  ON r.{offset_col} <=> f._k"""
+
+
+def timeline_sql(src: _Sources, cluster: str, principal: str, resource_type: str, resource_name: str,
+                 operation: str, settings: SqlSettings) -> str:
+    """Decision intervals for a principal (`principal` not NULL) or a resource (type and name); SQL expressions."""
+    combo = ["cluster_id", "_p", "_h", "_op", "_rtype", "_name"]
+    w = f"PARTITION BY {', '.join(combo)} ORDER BY _at"
+    sig = ("concat_ws('|', decision, CAST(certain AS STRING), reason, array_join(deciding_acl_ids, ','), "
+           "coverage)")
+    bad = f"(({principal}) IS NULL) = (({resource_name}) IS NULL OR ({resource_type}) IS NULL)"
+    c = (f"CASE WHEN {bad} THEN CAST(raise_error('give either a principal, or a resource type and name') AS STRING) "
+         f"ELSE CAST({cluster} AS STRING) END")
+    who = f"CAST({principal} AS STRING)"
+    op1 = _enum_sql(operation, AclOperation, "operation")
+    ops = f"CASE WHEN {op1} IS NULL THEN {_ops_sql('h._rtype', 'h.operation')} ELSE {_ops_sql('h._rtype')} END"
+    return f"""WITH
+_hh AS (SELECT * FROM ({history_sql(src.hist)}) WHERE cluster_id = {c}),
+_res AS (SELECT {c} AS cluster_id, {_enum_sql(resource_type, ResourceType, 'resource type')} AS _rtype,
+           CAST({resource_name} AS STRING) AS _name, CAST(NULL AS BIGINT) AS _at WHERE {who} IS NULL),
+_c0 AS (
+  SELECT h.cluster_id, {who} AS _p, h.host, o AS _op, h._rtype, h.resource_name AS _name FROM _hh h
+  LATERAL VIEW explode({ops}) e AS o
+  WHERE {who} IS NOT NULL AND h.principal IN ({who}, '{WILDCARD_PRINCIPAL}')
+  UNION ALL
+  SELECT h.cluster_id, pp AS _p, h.host, o AS _op, h._rtype, p._name FROM ({probes_sql("_res", "_hh")}) p
+  JOIN _hh h ON p.cluster_id = h.cluster_id AND p._rtype = h._rtype AND p._pk = h._pk AND p._pn = h._pn
+  LATERAL VIEW explode(array_distinct(array(h.principal, '{WILDCARD_PRINCIPAL}'))) e1 AS pp
+  LATERAL VIEW explode({ops}) e2 AS o),
+_combos AS (SELECT DISTINCT c.cluster_id, c._p, hh AS _h, coalesce({op1}, c._op) AS _op, c._rtype, c._name
+            FROM _c0 c LATERAL VIEW explode(array_distinct(array(c.host, '{ANY_HOST}'))) e AS hh
+            WHERE {_matchable_sql('hh')}),
+_names AS (SELECT DISTINCT cluster_id, _rtype, _name, CAST(NULL AS BIGINT) AS _at FROM _combos),
+_covering AS (SELECT h.* FROM ({probes_sql("_names", "_hh")}) p JOIN _hh h ON p.cluster_id = h.cluster_id
+              AND p._rtype = h._rtype AND p._pk = h._pk AND p._pn = h._pn),
+_points AS (SELECT DISTINCT _at FROM (
+  SELECT explode(array(valid_from_offset, valid_from_min_offset, valid_to_offset, valid_to_min_offset)) AS _at
+  FROM _covering
+  UNION ALL SELECT explode(array(v.start_offset, v.end_offset + 1)) AS _at FROM {src.cov} v WHERE v.cluster_id = {c})
+  WHERE _at IS NOT NULL),
+_keys AS (SELECT c.cluster_id, c._p, c._h, c._op, c._rtype, c._name, p._at FROM _combos c CROSS JOIN _points p
+          WHERE contains(c._p, ':')),
+_dec AS {_decided_sql("_keys", src, settings)},
+_marked AS (SELECT * FROM (SELECT *, coalesce(lag(_sig) OVER ({w}) != _sig, true) AS _new
+                           FROM (SELECT *, {sig} AS _sig FROM _dec)) WHERE _new),
+_iv AS (SELECT cluster_id, _p AS principal, {_who_sql('_p')} AS who, _h AS host, _op AS operation,
+          _rtype AS resource_type, _name AS resource_name, _at AS from_offset, lead(_at) OVER ({w}) AS to_offset,
+          decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage FROM _marked),
+_t1 AS ({_times_sql("_iv", "from_offset", "from_time", src.times, c)}),
+_t2 AS ({_times_sql("_t1", "to_offset", "to_time", src.times, c)})
+SELECT * FROM ({_describe_sql("_t2", "deciding_acl_ids", "via", src.hist)})
+ORDER BY resource_type, resource_name, principal, operation, host, from_offset"""
 
 
 def timeline(spark: SparkSession, lake: Any, cluster: str, principal: str | None = None,
@@ -316,61 +486,15 @@ def timeline(spark: SparkSession, lake: Any, cluster: str, principal: str | None
     every principal (and `everyone`) that any covering ACL ever named. `operation` narrows it to one operation.
     The state only changes at lifetime bounds and coverage edges, so decisions are taken at those offsets only.
     """
-    from replay.kafka.acl import AclOperation, ResourceType
-
     if (principal is None) == (resource_name is None or resource_type is None):
         raise ValueError("give either a principal, or a resource type and name")
-    tables = LakeTables.of(lake)
-    settings = AuthorizerSettings.of(super_users, allow_everyone)
-    hist = _history(tables.history).where(F.col("cluster_id") == cluster)
+    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
     op = AclOperation.parse(operation).name if operation else None
-    if principal is not None:
-        mine = hist.where(F.col("principal").isin(principal, WILDCARD_PRINCIPAL))
-        combos = mine.select("cluster_id", F.lit(principal).alias("_p"), "host",
-                             F.explode(_ops_for(F.col("_rtype"), None if op else F.col("operation"))).alias("_op"),
-                             "_rtype", F.col("resource_name").alias("_name"))
-    else:
-        assert resource_type is not None and resource_name is not None
-        rtype = ResourceType.parse(resource_type).name
-        res = spark.createDataFrame([(cluster, rtype, resource_name, None)],
-                                    "cluster_id string, _rtype string, _name string, _at long")
-        mine = _probes(res, hist).join(hist, ["cluster_id", "_rtype", "_pk", "_pn"])
-        combos = mine.select("cluster_id", F.explode(F.array_distinct(F.array("principal", F.lit(WILDCARD_PRINCIPAL))))
-                             .alias("_p"), "host",
-                             F.explode(_ops_for(F.col("_rtype"), None if op else F.col("operation"))).alias("_op"),
-                             "_rtype", "_name")
-    if op:
-        combos = combos.withColumn("_op", F.lit(op))
-    combos = combos.select("cluster_id", "_p", F.explode(F.array_distinct(F.array("host", F.lit(ANY_HOST))))
-                           .alias("_h"), "_op", "_rtype", "_name").distinct()
-    # offsets where anything the decisions depend on can change: bounds of the covering lifetimes, coverage edges
-    names = combos.select("cluster_id", "_rtype", "_name", F.lit(None).cast("long").alias("_at")).distinct()
-    covering = _probes(names, hist).join(hist, ["cluster_id", "_rtype", "_pk", "_pn"])
-    bounds = covering.select(F.explode(F.array("valid_from_offset", "valid_from_min_offset", "valid_to_offset",
-                                               "valid_to_min_offset")).alias("_at"))
-    cov = tables.coverage.where(F.col("cluster_id") == cluster)
-    edges = cov.select(F.explode(F.array("start_offset", F.col("end_offset") + 1)).alias("_at"))
-    points = bounds.union(edges).where(F.col("_at").isNotNull()).distinct()
-    keys = combos.crossJoin(points)
-    decided = decide_keys(_keys(keys), tables, settings)
-    state = ["decision", "certain", "reason", "deciding_acl_ids"]
-    combo = ["cluster_id", "_p", "_h", "_op", "_rtype", "_name"]
-    w = Window.partitionBy(*combo).orderBy("_at")
-    sig = F.concat_ws("|", "decision", F.col("certain").cast("string"), "reason",
-                      F.array_join("deciding_acl_ids", ","), "coverage")
-    marked = (decided.withColumn("_sig", sig)
-              .withColumn("_new", F.coalesce(F.lag("_sig").over(w) != F.col("_sig"), F.lit(True)))
-              .where("_new"))
-    intervals = marked.withColumn("to_offset", F.lead("_at").over(w))
-    out = intervals.select(
-        "cluster_id", F.col("_p").alias("principal"), _who(F.col("_p")).alias("who"), F.col("_h").alias("host"),
-        F.col("_op").alias("operation"), F.col("_rtype").alias("resource_type"), F.col("_name").alias("resource_name"),
-        F.col("_at").alias("from_offset"), "to_offset", *state, "uncertain_acl_ids", "coverage")
-    out = _times(out, "from_offset", "from_time", tables.offset_times, cluster)
-    out = _times(out, "to_offset", "to_time", tables.offset_times, cluster)
-    out = _describe_ids(out, tables.history, "deciding_acl_ids", "via")
-    return _finish(out.orderBy("resource_type", "resource_name", "principal", "operation", "host", "from_offset"),
-                   view)
+    rtype = ResourceType.parse(resource_type).name if resource_type else None
+    df = _run(spark, lake, lambda src: timeline_sql(src, sql_literal(cluster), sql_literal(principal),
+                                                    sql_literal(rtype), sql_literal(resource_name), sql_literal(op),
+                                                    settings))
+    return _finish(df, view)
 
 
 # ---- (e) risky grants ------------------------------------------------------------------------------------------
@@ -383,133 +507,166 @@ RISKS = {
     "default_exposed": "a topic no ACL covers: allow.everyone.if.no.acl.found=true lets anybody use it",
 }
 
+_RISK_KINDS = ("filter(array("
+               "CASE WHEN h.permission_type = 'ALLOW' AND h.principal = 'User:*' THEN 'everyone_allow' END, "
+               "CASE WHEN h.permission_type = 'ALLOW' AND h.operation = 'ALL' THEN 'all_operations' END, "
+               "CASE WHEN h.permission_type = 'ALLOW' AND h.pattern_type = 'LITERAL' AND h.resource_name = '*' "
+               "THEN 'wildcard_resource' END, "
+               "CASE WHEN h.permission_type = 'ALLOW' AND h.pattern_type = 'PREFIXED' AND h.resource_name = '' "
+               "THEN 'prefix_everything' END), x -> x IS NOT NULL)")
 
-def _risk_kinds() -> Column:
-    allow = F.col("permission_type") == "ALLOW"
-    return F.filter(F.array(
-        F.when(allow & (F.col("principal") == WILDCARD_PRINCIPAL), F.lit("everyone_allow")),
-        F.when(allow & (F.col("operation") == "ALL"), F.lit("all_operations")),
-        F.when(allow & (F.col("pattern_type") == "LITERAL") & (F.col("resource_name") == "*"),
-               F.lit("wildcard_resource")),
-        F.when(allow & (F.col("pattern_type") == "PREFIXED") & (F.col("resource_name") == ""),
-               F.lit("prefix_everything"))), lambda x: x.isNotNull())
+
+def live_topics_sql(records: str, cluster: str, at: str) -> str:
+    """Topic names existing at offset `at` from `metadata_records` (module docstring); column `topic`."""
+    name = ("coalesce(get_json_object(r.payload_json, '$.data.name'), get_json_object(r.payload_json, '$.name'))")
+    tid = ("coalesce(get_json_object(r.payload_json, '$.data.topicId'), "
+           "get_json_object(r.payload_json, '$.topicId'))")
+    at_ = f"CAST({at} AS BIGINT)"
+    return f"""WITH
+_rec AS (SELECT r.* FROM {records} r WHERE r.cluster_id = CAST({cluster} AS STRING)),
+_base AS (SELECT max(snapshot_end_offset) AS e FROM _rec WHERE snapshot_end_offset IS NOT NULL
+          AND snapshot_end_offset - 1 <= {at_}),
+_log AS (SELECT r.* FROM _rec r CROSS JOIN _base b WHERE r.snapshot_end_offset IS NULL AND r.`offset` <= {at_}
+         AND (b.e IS NULL OR r.`offset` >= b.e)),
+_created AS (SELECT {name} AS topic, {tid} AS topic_id, b.e - 1 AS o FROM _rec r CROSS JOIN _base b
+             WHERE r.snapshot_end_offset = b.e AND r.record_type = 'TOPIC_RECORD'
+             UNION ALL SELECT {name}, {tid}, r.`offset` FROM _log r WHERE r.record_type = 'TOPIC_RECORD'),
+_removed AS (SELECT {tid} AS topic_id, r.`offset` AS ro FROM _log r WHERE r.record_type = 'REMOVE_TOPIC_RECORD')
+SELECT DISTINCT c.topic FROM _created c LEFT JOIN _removed d ON c.topic_id = d.topic_id
+WHERE (d.ro IS NULL OR d.ro < c.o) AND c.topic IS NOT NULL"""
+
+
+def risky_grants_sql(src: _Sources, cluster: str, at: str, allow_everyone: str) -> str:
+    """Risky ACL lifetimes (all of history when `at` is NULL, else those possibly live then) and, with `at` and
+    `allow_everyone` not false, the `default_exposed` topics (SQL expressions)."""
+    c, at_, ae = f"CAST({cluster} AS STRING)", f"CAST({at} AS BIGINT)", f"CAST({allow_everyone} AS BOOLEAN)"
+    certain, maybe = live_sql(at_, "h")
+    why = f"element_at(map({', '.join(f'{sql_literal(k)}, {sql_literal(v)}' for k, v in RISKS.items())}), risk)"
+    fields = ", ".join(ACL_FIELDS)
+    acls = f"""SELECT cluster_id, risk, {why} AS why, acl_id, {fields}, valid_from_offset, valid_from_min_offset,
+  valid_from_time, valid_to_offset, valid_to_min_offset, valid_to_time, certain, as_of_offset,
+  CAST(NULL AS STRING) AS coverage
+FROM (SELECT h.*, r.risk, CASE WHEN {at_} IS NULL THEN h.valid_from_exact AND coalesce(h.valid_to_exact, true)
+             ELSE {certain} END AS certain, {at_} AS as_of_offset
+      FROM {src.hist} h LATERAL VIEW explode({_RISK_KINDS}) r AS risk
+      WHERE h.cluster_id = {c} AND ({at_} IS NULL OR {maybe}))"""
+    parts = [f"_acls AS ({acls})"]
+    union = "SELECT * FROM _acls"
+    if src.records is not None:
+        none_long = "CAST(NULL AS BIGINT)"
+        parts += [
+            f"_res AS (SELECT {c} AS cluster_id, 'TOPIC' AS _rtype, t.topic AS _name, {at_} AS _at FROM "
+            f"({live_topics_sql(src.records, cluster, at)}) t WHERE {at_} IS NOT NULL AND coalesce({ae}, true))",
+            f"_rh AS (SELECT * FROM ({history_sql(src.hist)}) WHERE cluster_id = {c})",
+            f"_rp AS ({probes_sql('_res', '_rh')})",
+            f"_rn AS ({candidate_counts_sql('_rp', '_rh')})",
+            f"_rc AS ({coverage_sql('_res', src.cov)})",
+            f"""_exposed AS (SELECT r.cluster_id, 'default_exposed' AS risk, {sql_literal(RISKS['default_exposed'])} AS why,
+  CAST(NULL AS STRING) AS acl_id, 'TOPIC' AS resource_type, r._name AS resource_name, 'LITERAL' AS pattern_type,
+  '{WILDCARD_PRINCIPAL}' AS principal, '*' AS host, 'ALL' AS operation, 'ALLOW' AS permission_type,
+  {none_long} AS valid_from_offset, {none_long} AS valid_from_min_offset, {none_long} AS valid_from_time,
+  {none_long} AS valid_to_offset, {none_long} AS valid_to_min_offset, {none_long} AS valid_to_time,
+  coalesce(n._np, 0) = 0 AND c.coverage = '{COV_COMPLETE}' AS certain, r._at AS as_of_offset, c.coverage
+FROM _res r LEFT JOIN _rn n ON r.cluster_id = n.cluster_id AND r._rtype = n._rtype AND r._name = n._name
+  AND r._at = n._at LEFT JOIN _rc c ON r.cluster_id = c.cluster_id AND r._at = c._at
+WHERE coalesce(n._nc, 0) = 0)"""]
+        union += " UNION ALL SELECT * FROM _exposed"
+    return (f"WITH {', '.join(parts)} SELECT * FROM ({union}) "
+            f"ORDER BY risk, resource_type, resource_name, principal, valid_from_offset")
 
 
 def live_topics(lake: Any, cluster: str, at: int) -> DataFrame | None:
     """Topic names existing at offset `at` from `metadata_records` (see the module docstring), or None when the lake
     has no metadata_records."""
-    try:
-        rec = lake.read("metadata_records").where(F.col("cluster_id") == cluster)
-    except Exception:  # no such table in this lake
+    records = _records(lake)
+    if records is None:
         return None
-    name = F.coalesce(F.get_json_object("payload_json", "$.data.name"), F.get_json_object("payload_json", "$.name"))
-    tid = F.coalesce(F.get_json_object("payload_json", "$.data.topicId"),
-                     F.get_json_object("payload_json", "$.topicId"))
-    snaps = rec.where(F.col("snapshot_end_offset").isNotNull() & (F.col("snapshot_end_offset") - 1 <= at))
-    last = snaps.agg(F.max("snapshot_end_offset").alias("e")).first()
-    base_end = None if last is None else last["e"]
-    log = rec.where(F.col("snapshot_end_offset").isNull() & (F.col("offset") <= at))
-    if base_end is not None:
-        log = log.where(F.col("offset") >= base_end)
-        base = snaps.where((F.col("snapshot_end_offset") == base_end) & (F.col("record_type") == "TOPIC_RECORD"))
-        created = base.select(name.alias("topic"), tid.alias("topic_id"), F.lit(base_end - 1).alias("o"))
-    else:
-        created = log.limit(0).select(name.alias("topic"), tid.alias("topic_id"), F.col("offset").alias("o"))
-    created = created.unionByName(log.where(F.col("record_type") == "TOPIC_RECORD").select(
-        name.alias("topic"), tid.alias("topic_id"), F.col("offset").alias("o")))
-    removed = log.where(F.col("record_type") == "REMOVE_TOPIC_RECORD").select(tid.alias("topic_id"),
-                                                                              F.col("offset").alias("ro"))
-    alive = created.join(removed, "topic_id", "left").where(F.col("ro").isNull() | (F.col("ro") < F.col("o")))
-    return alive.select("topic").where(F.col("topic").isNotNull()).distinct()
+    return run_sql(records.sparkSession, live_topics_sql("{records}", sql_literal(cluster), sql_literal(at)),
+                   records=records)
 
 
 def risky_grants(spark: SparkSession, lake: Any, cluster: str, offset: int | None = None, time: int | None = None,
-                 over_time: bool = True, view: str | None = None) -> DataFrame:
+                 over_time: bool = True, view: str | None = None, allow_everyone: bool | None = None) -> DataFrame:
     """Risky ACL lifetimes (`risk` in RISKS), one row per (lifetime, risk), with their bounds and exactness.
 
     With `over_time` (default) and no offset/time: every such lifetime in history. With an offset or time: the ones
-    possibly live then (certain = certainly live), plus the `default_exposed` topics at that moment.
+    possibly live then (certain = certainly live), plus the `default_exposed` topics at that moment unless
+    `allow_everyone` is False (True: the broker has the setting; None: not known, list what it would expose).
     """
-    tables = LakeTables.of(lake)
-    hist = tables.history.where(F.col("cluster_id") == cluster)
     at = None if (over_time and offset is None and time is None) else resolve_offset(lake, cluster, offset, time)
-    rows = hist.select("*", F.explode(_risk_kinds()).alias("risk"))
-    if at is not None:
-        rows = rows.where(certainly_live(F.lit(at)) | possibly_live(F.lit(at))).withColumn(
-            "certain", certainly_live(F.lit(at)))
-    else:
-        rows = rows.withColumn("certain", F.col("valid_from_exact") & F.coalesce(F.col("valid_to_exact"), F.lit(True)))
-    out = rows.select(
-        "cluster_id", "risk", F.element_at(F.create_map(*[F.lit(x) for kv in RISKS.items() for x in kv]),
-                                           F.col("risk")).alias("why"),
-        "acl_id", *ACL_FIELDS, "valid_from_offset", "valid_from_min_offset", "valid_from_time", "valid_to_offset",
-        "valid_to_min_offset", "valid_to_time", "certain", F.lit(at).cast("long").alias("as_of_offset"),
-        F.lit(None).cast("string").alias("coverage"))
-    if at is not None:
-        topics = live_topics(lake, cluster, at)
-        if topics is not None:
-            res = topics.select(F.lit(cluster).alias("cluster_id"), F.lit("TOPIC").alias("_rtype"),
-                                F.col("topic").alias("_name"), F.lit(at).cast("long").alias("_at"))
-            hist2 = _history(hist)
-            counts = _candidate_counts(_probes(res, hist2), hist2)
-            cov = _coverage(res.select("cluster_id", "_at").distinct(), tables.coverage)
-            exposed = (res.join(counts, _RES_KEY, "left").join(cov, ["cluster_id", "_at"], "left")
-                       .where(F.coalesce(F.col("_nc"), F.lit(0)) == 0))
-            none_str = F.lit(None).cast("string")
-            none_long = F.lit(None).cast("long")
-            out = out.unionByName(exposed.select(
-                "cluster_id", F.lit("default_exposed").alias("risk"), F.lit(RISKS["default_exposed"]).alias("why"),
-                none_str.alias("acl_id"), F.lit("TOPIC").alias("resource_type"), F.col("_name").alias("resource_name"),
-                F.lit("LITERAL").alias("pattern_type"), F.lit(WILDCARD_PRINCIPAL).alias("principal"),
-                F.lit("*").alias("host"), F.lit("ALL").alias("operation"), F.lit("ALLOW").alias("permission_type"),
-                *[none_long.alias(c) for c in ("valid_from_offset", "valid_from_min_offset", "valid_from_time",
-                                               "valid_to_offset", "valid_to_min_offset", "valid_to_time")],
-                ((F.coalesce(F.col("_np"), F.lit(0)) == 0) & (F.col("coverage") == COV_COMPLETE)).alias("certain"),
-                F.col("_at").alias("as_of_offset"), "coverage"))
-    return _finish(out.orderBy("risk", "resource_type", "resource_name", "principal", "valid_from_offset"), view)
+    df = _run(spark, lake, lambda src: risky_grants_sql(src, sql_literal(cluster), sql_literal(at),
+                                                        sql_literal(allow_everyone)))
+    return _finish(df, view)
 
 
 # ---- SQL -------------------------------------------------------------------------------------------------------
 
+_SETTINGS_PARAMS = "super_users STRING DEFAULT NULL, allow_everyone BOOLEAN DEFAULT false"
+
+
 def register_audit_functions(spark: SparkSession, lake: Any) -> list[str]:
-    """`acl_risky_grants(cluster, at_offset)` and `acl_diff(cluster, from_offset, to_offset)` as SQL table
-    functions over this lake (pure SQL; the decision-based audits are Python, published with `view=`)."""
-    hist = lake.table_ref("acl_history")
-    cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
-    sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)
-    live = "(h.valid_from_offset <= {a} AND (h.valid_to_min_offset IS NULL OR {a} < h.valid_to_min_offset))"
-    maybe = ("(h.valid_from_min_offset <= {a} AND (h.valid_to_min_offset IS NULL OR h.valid_to_offset IS NULL "
-             "OR {a} < h.valid_to_offset))")
-    risk = ("filter(array("
-            "CASE WHEN h.permission_type = 'ALLOW' AND h.principal = 'User:*' THEN 'everyone_allow' END, "
-            "CASE WHEN h.permission_type = 'ALLOW' AND h.operation = 'ALL' THEN 'all_operations' END, "
-            "CASE WHEN h.permission_type = 'ALLOW' AND h.pattern_type = 'LITERAL' AND h.resource_name = '*' "
-            "THEN 'wildcard_resource' END, "
-            "CASE WHEN h.permission_type = 'ALLOW' AND h.pattern_type = 'PREFIXED' AND h.resource_name = '' "
-            "THEN 'prefix_everything' END), x -> x IS NOT NULL)")
-    spark.sql(
-        f"CREATE OR REPLACE TEMPORARY FUNCTION acl_risky_grants(cluster STRING, at_offset BIGINT) RETURNS TABLE "
-        f"(risk STRING, acl_id STRING, {cols}, valid_from_offset BIGINT, valid_to_offset BIGINT, certain BOOLEAN) "
-        f"RETURN SELECT r.risk, r.acl_id, {', '.join('r.' + c for c in ACL_FIELDS)}, r.valid_from_offset, "
-        f"r.valid_to_offset, r.certain FROM (SELECT explode({risk}) AS risk, h.acl_id, {sel}, h.valid_from_offset, "
-        f"h.valid_to_offset, CASE WHEN at_offset IS NULL THEN h.valid_from_exact AND coalesce(h.valid_to_exact, true) "
-        f"ELSE {live.format(a='at_offset')} END AS certain FROM {hist} h WHERE h.cluster_id = cluster AND "
-        f"(at_offset IS NULL OR {live.format(a='at_offset')} OR {maybe.format(a='at_offset')})) r")
+    """Register the audits as SQL table functions over this lake; returns their names.
 
-    def status(a: str) -> str:
-        return (f"CASE WHEN {live.format(a=a)} THEN 'live' WHEN {maybe.format(a=a)} THEN 'maybe' ELSE 'gone' END")
+    Every function is the same query text as the Python audit of the same name (so they give the same rows), run
+    over the lake's tables (`lake.table_ref`): `acl_history`, `log_coverage`, `offset_times` and, when the lake has
+    it, `metadata_records`. Offsets are log offsets (map a time with `acl_state_at_time` / `offset_times`);
+    `super_users` is the broker's `super.users` text (`'User:admin;User:ops'`, parsed as Kafka parses it) and
+    `allow_everyone` its `allow.everyone.if.no.acl.found`. Temporary functions (this session only), created with
+    CREATE OR REPLACE, so calling this again is harmless; the `kraft-replay sql` command calls it. It also registers
+    the vectorised UDF `kraft_replay_java_host(host)` the host checks use.
 
-    spark.sql(
-        f"CREATE OR REPLACE TEMPORARY FUNCTION acl_diff(cluster STRING, from_offset BIGINT, to_offset BIGINT) "
-        f"RETURNS TABLE (change STRING, certain BOOLEAN, acl_id STRING, {cols}, before STRING, after STRING) "
-        f"RETURN SELECT CASE WHEN d.before = 'gone' AND d.after = 'live' THEN 'added' "
-        f"WHEN d.before = 'live' AND d.after = 'gone' THEN 'removed' "
-        f"WHEN d.after IN ('live', 'maybe') AND d.before != 'live' THEN 'maybe_added' ELSE 'maybe_removed' END, "
-        f"d.before IN ('live', 'gone') AND d.after IN ('live', 'gone'), d.acl_id, "
-        f"{', '.join('d.' + c for c in ACL_FIELDS)}, d.before, d.after FROM (SELECT h.acl_id, {sel}, "
-        f"{status('from_offset')} AS before, {status('to_offset')} AS after FROM {hist} h "
-        f"WHERE h.cluster_id = cluster) d WHERE d.before != d.after")
-    return ["acl_risky_grants", "acl_diff"]
+    * `acl_who_can(cluster, operation, resource_type, resource_name, at_offset, super_users, allow_everyone)`:
+      who could do it, per host, through which ACLs (`via`); DENYs listed; `NEVER_MATCHES` rows for ACLs whose host
+      no client can present.
+    * `acl_what_can(cluster, principal, at_offset, super_users, allow_everyone)`: what the principal could do.
+    * `acl_access_changes(cluster, from_offset, to_offset, super_users, allow_everyone)`: access `gained` / `lost`
+      / `uncertain` between the two offsets.
+    * `acl_diff(cluster, from_offset, to_offset)`: ACLs added / removed (`maybe_*` where uncertain).
+    * `acl_timeline(cluster, principal, resource_type, resource_name, operation, super_users, allow_everyone)`:
+      decision intervals for a principal (resource type and name NULL) or a resource (principal NULL);
+      `operation` NULL means every operation the ACLs decide.
+    * `acl_risky_grants(cluster, at_offset, allow_everyone)`: risky ACL lifetimes (all history when `at_offset` is
+      NULL) and, at an offset, the topics `allow.everyone.if.no.acl.found` exposes (omitted when `allow_everyone`
+      is false; NULL, the default, lists what it would expose).
+
+    Example: `SELECT who, from_host, decision, via FROM acl_who_can('prod', 'READ', 'TOPIC', 'payments', 1234)`.
+    """
+    register_host_function(spark)
+    records = None
+    if _records(lake) is not None:
+        records = lake.table_ref("metadata_records")
+    src = _Sources(lake.table_ref("acl_history"), lake.table_ref("log_coverage"), lake.table_ref("offset_times"),
+                   records)
+    def settings(function: str) -> SqlSettings:
+        return SqlSettings.of_params(f"{function}.super_users", f"{function}.allow_everyone")
+
+    # parameters are referenced qualified (`acl_who_can.operation`): unqualified, a column of the same name
+    # (acl_history has `operation`, `principal`, ...) would win
+    who, what, acc, diff, tl, risky = ("acl_who_can", "acl_what_can", "acl_access_changes", "acl_diff",
+                                       "acl_timeline", "acl_risky_grants")
+    fields = ", ".join(f"d.{c}" for c in ACL_FIELDS)
+    bodies = {
+        who: ("cluster STRING, operation STRING, resource_type STRING, resource_name STRING, "
+              f"at_offset BIGINT, {_SETTINGS_PARAMS}",
+              who_can_sql(src, f"{who}.cluster", f"{who}.operation", f"{who}.resource_type", f"{who}.resource_name",
+                          f"{who}.at_offset", settings(who))),
+        what: (f"cluster STRING, principal STRING, at_offset BIGINT, {_SETTINGS_PARAMS}",
+               what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset", settings(what))),
+        acc: (f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}",
+              access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset", f"{acc}.to_offset", settings(acc))),
+        diff: ("cluster STRING, from_offset BIGINT, to_offset BIGINT",
+               f"SELECT d.change, d.certain, d.acl_id, {fields}, d.before, d.after FROM "
+               f"({acl_changes_sql(src, f'{diff}.cluster', f'{diff}.from_offset', f'{diff}.to_offset')}) d"),
+        tl: ("cluster STRING, principal STRING, resource_type STRING, resource_name STRING, "
+             f"operation STRING DEFAULT NULL, {_SETTINGS_PARAMS}",
+             timeline_sql(src, f"{tl}.cluster", f"{tl}.principal", f"{tl}.resource_type", f"{tl}.resource_name",
+                          f"{tl}.operation", settings(tl))),
+        risky: ("cluster STRING, at_offset BIGINT, allow_everyone BOOLEAN DEFAULT NULL",
+                risky_grants_sql(src, f"{risky}.cluster", f"{risky}.at_offset", f"{risky}.allow_everyone")),
+    }
+    for name, (params, body) in bodies.items():
+        run_sql(spark, f"CREATE OR REPLACE TEMPORARY FUNCTION {name}({params}) RETURNS TABLE RETURN {body}")
+    return list(bodies)
 
 
 # ---- plain functions for the CLI -----------------------------------------------------------------------------
@@ -549,8 +706,8 @@ def audit_timeline(spark: SparkSession, lake: Any, cluster: str, principal: str 
 
 
 def audit_risky_grants(spark: SparkSession, lake: Any, cluster: str, offset: int | None = None,
-                       time: int | None = None) -> list[dict[str, Any]]:
-    return _rows(risky_grants(spark, lake, cluster, offset, time))
+                       time: int | None = None, allow_everyone: bool | None = None) -> list[dict[str, Any]]:
+    return _rows(risky_grants(spark, lake, cluster, offset, time, allow_everyone=allow_everyone))
 
 
 # Columns a person reads first, per audit (the rest stays in JSON / CSV / Avro output).
@@ -586,7 +743,7 @@ def render_audit(rows: Iterable[dict[str, Any]], audit: str, fmt: str = "table")
 
 
 __all__ = [
-    "ALLOWED", "DENIED", "EVERYONE", "RISKS", "SUMMARY_COLUMNS", "SUPPORTED_OPERATIONS", "UNKNOWN", "access_changes",
+    "ALLOWED", "DENIED", "EVERYONE", "NEVER_MATCHES", "RISKS", "SUMMARY_COLUMNS", "SUPPORTED_OPERATIONS", "UNKNOWN", "access_changes",
     "acl_changes", "as_view", "audit_changes", "audit_risky_grants", "audit_timeline", "audit_what_can",
     "audit_who_can", "live_topics", "register_audit_functions", "render_audit", "resolve_offset", "risky_grants",
     "timeline", "what_can", "who_can",

@@ -7,16 +7,19 @@ Output: the request columns plus
 | column | meaning |
 |---|---|
 | `as_of_offset` | the offset the state is taken at (`offset`, else the last offset whose time is <= `time`) |
-| `decision` | `ALLOWED`, `DENIED`, `UNKNOWN` (history cannot tell), or `ERROR` (Kafka would reject the request) |
+| `decision` | `ALLOWED`, `DENIED`, `UNKNOWN` (history cannot tell), or `ERROR` (Kafka would throw instead) |
 | `certain` | the decision holds for every state the history allows at that offset |
-| `reason` | `super_user`, `matching_deny`, `matching_allow`, `no_matching_acl`, `allow_everyone`, `uncertain_history`, `invalid_request` |
+| `reason` | `super_user`, `matching_deny`, `matching_allow`, `no_matching_acl`, `allow_everyone`, `uncertain_history`, `invalid_request`, `kafka_error` |
 | `deciding_acl_ids` | the ACLs that decided it (sorted): the matching DENYs, the matching ALLOWs, ... |
 | `uncertain_acl_ids` | matching ACLs whose liveness at that offset is uncertain (history has a gap there) |
 | `coverage` | `complete`, `incomplete` (an unbridged hole before: unknown ACLs may exist) or `not_covered` |
-| `error` | why an `ERROR` request is invalid |
+| `error` | why the answer is `ERROR` (an invalid request, or what Kafka throws) |
 
 How (spec/standard-authorizer.md §1.3, §1.4): the work is done once per *distinct* key (cluster, principal, rendered
-host, operation, resource type, name, offset), then joined back to the requests.
+host, operation, resource type, name, offset), then joined back to the requests. Client addresses are rendered the
+way Java prints them by a vectorised UDF on the executors. The decision for named resources is one SQL query text
+(`decide_sql`), run here over DataFrames and embedded as it is in the SQL table functions of `replay.spark.audits`,
+so Python and SQL cannot drift apart.
 
 * time -> offset: an as-of join with `offset_times` (union + running max over time; no range join);
 * candidates: each resource name becomes probe keys (kind, pattern name): `(L, name)`, `(L, "*")` unless the name
@@ -38,15 +41,19 @@ the offset is not covered by the log or a snapshot, or lies after an unbridged h
 saw may exist: only a certain matching DENY stays certain (and super users, who need no ACL).
 
 `authorizeByResourceType` (KIP-679, spec §2) for requests whose `resource_name` is null: the probe `authorize` of
-the name `hardcode`, then the deny-dominance rules over the LITERAL/PREFIXED ACLs of the type. Adding an ALLOW can
+the name `hardcode`, then (as Kafka 4.3.1's `AclCache.acls` builds every `AclBinding` first) `ERROR` /
+`kafka_error` if a live ACL of the cluster has an ANY code, then the deny-dominance rules over the LITERAL/PREFIXED
+ACLs of the type. Adding an ALLOW can
 only turn that second part towards ALLOWED and adding a DENY only towards DENIED, so it is evaluated on the two
 extreme states (certain ALLOWs with every possible DENY; every possible ALLOW with certain DENYs); a mix of an
 uncertain probe and an uncertain second part is reported UNKNOWN (conservative, never a false certainty).
 
 Deliberate limits: a stored ACL whose principal has no `:` is a candidate but never matches (Kafka would throw
-when its scan reaches it); invalid requests (unknown operation or type, principal without `:`, a host that is not
-an IP literal: no DNS here, a requester named `User:*`, for which Kafka throws) get `ERROR` instead of an
-exception. Internally (`decide_keys`, used by the audits) the principal `User:*` means "a principal with no ACL
+when its scan reaches it); ACLs never seen (history gaps) are assumed to have valid codes; invalid requests
+(operation or type not a known name or code, resource type ANY, or ANY/UNKNOWN in an authorizeByResourceType
+question; principal without `:`, a host that is not an IP literal: no DNS here, a requester named `User:*`, for
+which Kafka throws) get `ERROR` instead of an exception. A named-resource question may ask for operation ANY or
+UNKNOWN and resource type UNKNOWN, as Kafka allows. Internally (`decide_keys`, used by the audits) the principal `User:*` means "a principal with no ACL
 of its own": only `User:*` ACLs match it.
 
 Reading Avro requests: Spark's own Avro source needs the external spark-avro jar, which this project does not
@@ -57,6 +64,7 @@ at most 2 GiB per file: Spark's binaryFile limit).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -84,6 +92,7 @@ R_NO_MATCH = "no_matching_acl"
 R_ALLOW_EVERYONE = "allow_everyone"
 R_UNCERTAIN = "uncertain_history"
 R_INVALID = "invalid_request"
+R_KAFKA_ERROR = "kafka_error"
 
 COV_COMPLETE, COV_INCOMPLETE, COV_NOT_COVERED = "complete", "incomplete", "not_covered"
 
@@ -108,7 +117,7 @@ _IMPLIES_DESCRIBE = ["DESCRIBE", "READ", "WRITE", "DELETE", "ALTER"]
 _IMPLIES_DESCRIBE_CONFIGS = ["DESCRIBE_CONFIGS", "ALTER_CONFIGS"]
 _KEY = ["cluster_id", "_p", "_h", "_op", "_rtype", "_name", "_at"]
 _RES_KEY = ["cluster_id", "_rtype", "_name", "_at"]
-_PAT_KEY = ["cluster_id", "_rtype", "_pk", "_pn"]
+_DECIDED = ["decision", "certain", "reason", "deciding_acl_ids", "uncertain_acl_ids", "coverage"]
 
 
 @dataclass(frozen=True)
@@ -122,6 +131,10 @@ class AuthorizerSettings:
     def of(cls, super_users: str | Sequence[str] | None = "", allow_everyone: bool | str | None = False
            ) -> AuthorizerSettings:
         return cls(parse_super_users(super_users or None), parse_allow_everyone(allow_everyone))
+
+    def sql(self) -> SqlSettings:
+        """The settings as SQL literals (for `decide_sql`)."""
+        return SqlSettings(sql_string_array(sorted(self.super_users)), sql_literal(self.allow_everyone))
 
 
 @dataclass(frozen=True)
@@ -151,18 +164,22 @@ def render_host(host: str | None) -> tuple[str | None, str | None]:
         return None, str(exc)
 
 
-def _enum_lookup(col: Column, enum: Any, what: str, forbidden: Sequence[str]) -> tuple[Column, Column]:
-    """(enum name, error) for a column holding an enum name in any spelling (`READ`, `read`, `DescribeConfigs`,
-    `describe-configs`) or its code, as `AclOperation.parse` reads it; no Python round trip."""
+def _enum_lookup(col: Column, enum: Any) -> Column:
+    """The enum name for a column holding a name in any spelling (`READ`, `read`, `DescribeConfigs`,
+    `describe-configs`) or a known code, as `AclOperation.parse` reads it; null when it is none of those. No
+    Python round trip."""
     pairs: list[Column] = []
     for member in enum:
         pairs += [F.lit(member.name.replace("_", "")), F.lit(member.name), F.lit(str(int(member))), F.lit(member.name)]
     key = F.upper(F.regexp_replace(F.trim(col.cast("string")), "[-_ ]", ""))
-    name = F.element_at(F.create_map(*pairs), key)
-    bad = name.isNull() | name.isin(*forbidden)
-    err = F.when(col.isNull(), F.lit(f"{what} is missing")).when(
-        bad, F.concat(F.lit(f"{what} "), col.cast("string"), F.lit(" cannot be authorized")))
-    return F.when(~bad, name), err
+    return F.element_at(F.create_map(*pairs), key)
+
+
+def _enum_error(col: Column, name: Column, what: str, forbidden: Column) -> Column:
+    return (F.when(col.isNull(), F.lit(f"{what} is missing"))
+            .when(name.isNull(), F.concat(F.lit(f"{what} "), col.cast("string"), F.lit(" is not a known name or code")))
+            .when(forbidden, F.concat(F.lit(f"{what} "), name, F.lit(" cannot be authorized here (Kafka: "
+                                                                   "IllegalArgumentException)"))))
 
 
 def _time_ms(col: Column, dtype: T.DataType) -> Column:
@@ -201,31 +218,272 @@ def with_as_of_offsets(requests: DataFrame, offset_times: DataFrame) -> DataFram
             .withColumn("as_of_offset", F.coalesce(off, F.col("_asof"))).drop("_tms", "_asof"))
 
 
+HOST_FUNCTION = "kraft_replay_java_host"
+_RENDERED = "host string, error string"
+
+
+@functools.lru_cache(maxsize=1)
+def host_rendering_udf() -> Any:
+    """A vectorised (pandas) UDF: client address -> struct(host: Java's rendering, error: why it is not an IP
+    literal), computed on the executors with `replay.kafka.authorizer.java_host_address` (cached per worker), so
+    a million distinct addresses never pass through the driver. Same results as `render_host`."""
+    import pandas as pd
+    from pyspark.sql.functions import pandas_udf
+
+    def render(hosts: pd.Series) -> pd.DataFrame:
+        pairs = [render_host(h if isinstance(h, str) else None) for h in hosts]
+        return pd.DataFrame({"host": [p[0] for p in pairs], "error": [p[1] for p in pairs]})
+
+    render.__annotations__ = {"hosts": pd.Series, "return": pd.DataFrame}  # real types: this module's are strings
+    return pandas_udf(render, _RENDERED)  # type: ignore[call-overload]
+
+
+def register_host_function(spark: SparkSession) -> str:
+    """Register `host_rendering_udf` for SQL as `kraft_replay_java_host(host)` (struct host, error); the audit
+    queries use it to tell which ACL hosts a client can ever present. Idempotent; returns the name."""
+    spark.udf.register(HOST_FUNCTION, host_rendering_udf())
+    return HOST_FUNCTION
+
+
 def normalise(requests: DataFrame) -> tuple[DataFrame, bool]:
     """Add `_p`, `_h` (Java-rendered host), `_op`, `_rtype`, `_name`, `_err` (request invalid: why); also say whether
     any request has no resource name (an authorizeByResourceType question).
 
-    Hosts are rendered on the driver, once per distinct host (the set of client addresses, not of requests), and
-    joined back as a broadcast table; operation and type names are parsed with SQL expressions.
+    Hosts are rendered on the executors by a vectorised UDF (`host_rendering_udf`); operation and type names are
+    parsed with SQL expressions. Like Kafka, a named-resource question may ask for operation ANY or UNKNOWN and
+    resource type UNKNOWN (only ACLs with those values or ALL can match; super users are allowed), but not
+    resource type ANY (no ResourcePattern can hold it); authorizeByResourceType refuses ANY and UNKNOWN for both
+    (`SecurityUtils.authorizeByResourceTypeCheckArgs`).
     """
-    spark = requests.sparkSession
-    seen = requests.select("host", F.col("resource_name").isNull().alias("_bt")).distinct().collect()
-    hosts = sorted({r[0] for r in seen}, key=lambda h: (h is None, h))
-    by_type = any(r[1] for r in seen)
-    table = spark.createDataFrame([(h, *render_host(h)) for h in hosts],
-                                  "_h0 string, _h string, _herr string")
-    joined = _null_safe_join(requests, F.broadcast(table), [("host", "_h0")]).drop("_h0")
-    op, op_err = _enum_lookup(F.col("operation"), AclOperation, "operation", ["ANY", "UNKNOWN"])
-    rtype, rtype_err = _enum_lookup(F.col("resource_type"), ResourceType, "resource type", ["ANY", "UNKNOWN"])
+    by_type = not requests.where(F.col("resource_name").isNull()).isEmpty()
+    render = host_rendering_udf()
+    req = requests.withColumn("_hr", render(F.col("host")))
+    bt = F.col("resource_name").isNull()
+    op = _enum_lookup(F.col("operation"), AclOperation)
+    rtype = _enum_lookup(F.col("resource_type"), ResourceType)
+    op_err = _enum_error(F.col("operation"), op, "operation", bt & op.isin("ANY", "UNKNOWN"))
+    rtype_err = _enum_error(F.col("resource_type"), rtype, "resource type",
+                            (rtype == "ANY") | (bt & (rtype == "UNKNOWN")))
     p_err = F.when(F.col("principal").isNull() | ~F.col("principal").contains(":"), F.concat(
         F.lit("expected a principal in format principalType:principalName but got "),
         F.coalesce(F.col("principal"), F.lit("null"))))
-    return (joined.withColumn("_p", F.col("principal")).withColumn("_name", F.col("resource_name"))
-            .withColumn("_op", op).withColumn("_rtype", rtype)
-            .withColumn("_err", F.coalesce(p_err, F.col("_herr"), op_err, rtype_err)).drop("_herr")), by_type
+    return (req.withColumn("_p", F.col("principal")).withColumn("_name", F.col("resource_name"))
+            .withColumn("_op", F.when(op_err.isNull(), op)).withColumn("_rtype", F.when(rtype_err.isNull(), rtype))
+            .withColumn("_h", F.col("_hr.host"))
+            .withColumn("_err", F.coalesce(p_err, F.col("_hr.error"), op_err, rtype_err)).drop("_hr")), by_type
 
 
-# ---- the history side ----------------------------------------------------------------------------------------
+# ---- the decision rules as SQL: one query text for the DataFrame API and the SQL table functions ------------------
+#
+# `decide_sql` (and the helpers below) return Spark SQL text over named relations. Python runs it with
+# `spark.sql(text, keys=df, hist=df, cov=df)` (relations written `{keys}` ...; PySpark's formatter makes them
+# temporary views); the SQL table functions of `replay.spark.audits` embed the same text with the lake's tables
+# and their own parameters. Literal values therefore go through `sql_literal` (braces doubled for the formatter).
+
+def sql_literal(value: Any) -> str:
+    """A Python value as a Spark SQL literal (strings with backslash escapes; `{`/`}` doubled, because the text is
+    passed through `SparkSession.sql(text, **frames)`, whose formatter reads braces)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return f"CAST({value} AS BIGINT)"
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
+    return f"'{text}'"
+
+
+def sql_string_array(values: Sequence[str]) -> str:
+    return f"CAST(array({', '.join(sql_literal(v) for v in values)}) AS ARRAY<STRING>)"
+
+
+def run_sql(spark: SparkSession, text: str, **frames: DataFrame) -> DataFrame:
+    """`spark.sql` over DataFrames named in the text as `{name}`."""
+    if frames:
+        return spark.sql(text, None, **frames)
+    return spark.sql(text.replace("{{", "{").replace("}}", "}"))
+
+
+@dataclass(frozen=True)
+class SqlSettings:
+    """The two settings as SQL expressions: `super_users` an ARRAY<STRING>, `allow_everyone` a BOOLEAN."""
+
+    super_users: str
+    allow_everyone: str
+
+    @classmethod
+    def of_params(cls, super_users: str, allow_everyone: str) -> SqlSettings:
+        """From SQL function parameters: `super_users` a STRING in `super.users` syntax (split on `;`, each piece
+        trimmed as Java's `String.trim` does, empties dropped, a piece without `:` is an error, as Kafka's
+        `configure` makes it), `allow_everyone` a BOOLEAN (NULL = false)."""
+        pieces = (f"filter(transform(split(coalesce({super_users}, ''), ';'), x -> "
+                  r"regexp_replace(x, '^[\\x00-\\x20]+|[\\x00-\\x20]+$', '')), x -> x != '')")
+        checked = (f"CASE WHEN exists({pieces}, x -> instr(x, ':') = 0) THEN CAST(raise_error(concat("
+                   "'super.users: expected a string in format principalType:principalName but got ', "
+                   f"element_at(filter({pieces}, x -> instr(x, ':') = 0), 1))) AS ARRAY<STRING>) ELSE {pieces} END")
+        return cls(checked, f"coalesce({allow_everyone}, false)")
+
+
+def live_sql(at: str, h: str = "") -> tuple[str, str]:
+    """(certainly live, certainly or possibly live) at offset expression `at` for acl_history columns (prefix `h`);
+    the same bounds as `queries.certainly_live` / `queries.possibly_live`."""
+    p = f"{h}." if h else ""
+    certain = (f"({p}valid_from_offset <= {at} AND ({p}valid_to_min_offset IS NULL "
+               f"OR {at} < {p}valid_to_min_offset))")
+    possible = (f"({p}valid_from_min_offset <= {at} AND ({p}valid_to_min_offset IS NULL OR {p}valid_to_offset IS NULL "
+                f"OR {at} < {p}valid_to_offset))")
+    return certain, f"({certain} OR {possible})"
+
+
+def op_match_sql(acl_op: str, allow: str, op: str) -> str:
+    """An ACL operation matches a requested one (spec §1.3 4b): ALL, equal, or for ALLOW the implications."""
+    describe = ", ".join(f"'{o}'" for o in _IMPLIES_DESCRIBE)
+    configs = ", ".join(f"'{o}'" for o in _IMPLIES_DESCRIBE_CONFIGS)
+    return (f"({acl_op} = 'ALL' OR {acl_op} = {op} OR ({allow} AND (({op} = 'DESCRIBE' AND {acl_op} IN ({describe})) "
+            f"OR ({op} = 'DESCRIBE_CONFIGS' AND {acl_op} IN ({configs})))))")
+
+
+_HIST_COLUMNS = ("cluster_id, acl_id, resource_type, resource_name, pattern_type, principal, host, operation, "
+                 "permission_type, valid_from_offset, valid_from_min_offset, valid_to_offset, valid_to_min_offset")
+
+
+def history_sql(hist: str) -> str:
+    """acl_history with the probe columns: `_rtype`, `_pk` (L or P: every non-LITERAL pattern is scanned like a
+    prefix), `_pn`, `_allow`."""
+    return (f"SELECT {_HIST_COLUMNS}, resource_type AS _rtype, CASE WHEN pattern_type = 'LITERAL' THEN 'L' "
+            f"ELSE 'P' END AS _pk, resource_name AS _pn, permission_type = 'ALLOW' AS _allow FROM {hist}")
+
+
+def probes_sql(resources: str, hist: str) -> str:
+    """One row per (resource key, probe pattern) for `resources` (cluster_id, _rtype, _name, _at) over `hist`
+    (`history_sql` rows): the patterns that could cover the name (spec §1.3 4a): `(L, name)`, `(L, '*')` unless the
+    name starts with `*` (Kafka's quirk, §1.7), and `(P, prefix)` for the prefix lengths PREFIXED ACLs of that
+    (cluster, type) actually have."""
+    none = "CAST(array() AS ARRAY<STRUCT<k: STRING, n: STRING>>)"
+    return f"""SELECT r.cluster_id, r._rtype, r._name, r._at, pr.k AS _pk, pr.n AS _pn FROM (
+SELECT /*+ BROADCAST(l) */ r.cluster_id, r._rtype, r._name, r._at, l._lens FROM {resources} r LEFT JOIN (
+  SELECT cluster_id, _rtype, array_sort(collect_set(length(_pn))) AS _lens FROM {hist} WHERE _pk = 'P'
+  GROUP BY cluster_id, _rtype) l ON r.cluster_id = l.cluster_id AND r._rtype = l._rtype) r
+LATERAL VIEW explode(concat(array(named_struct('k', 'L', 'n', r._name)),
+  CASE WHEN r._name != '*' AND NOT (startswith(r._name, '*') AND length(r._name) > 1)
+       THEN array(named_struct('k', 'L', 'n', '*')) ELSE {none} END,
+  transform(filter(coalesce(r._lens, CAST(array() AS ARRAY<INT>)), x -> x <= length(r._name)),
+            x -> named_struct('k', 'P', 'n', substring(r._name, 1, x))))) e AS pr"""
+
+
+def candidate_counts_sql(probes: str, hist: str) -> str:
+    """Per resource key of `probes`: lifetimes covering the resource certainly (`_nc`) / certainly or possibly
+    (`_np`) live at `_at`. A step function per resource pattern (lifetimes live from each change offset on) read
+    with an as-of window, so a pattern with thousands of lifetimes (say `*`) costs one row per request."""
+    pat = "cluster_id, _rtype, _pk, _pn"
+    return f"""SELECT cluster_id, _rtype, _name, _at, sum(coalesce(_c, 0)) AS _nc, sum(coalesce(_q, 0)) AS _np FROM (
+  SELECT {pat}, _name, _at, _tag,
+    last(_nc, true) OVER (PARTITION BY {pat} ORDER BY _o, _tag ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _c,
+    last(_np, true) OVER (PARTITION BY {pat} ORDER BY _o, _tag ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _q
+  FROM (
+    SELECT {pat}, _o,
+      sum(_dc) OVER (PARTITION BY {pat} ORDER BY _o ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _nc,
+      sum(_dp) OVER (PARTITION BY {pat} ORDER BY _o ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _np,
+      0 AS _tag, CAST(NULL AS STRING) AS _name, CAST(NULL AS BIGINT) AS _at
+    FROM (SELECT {pat}, e.o AS _o, sum(e.dc) AS _dc, sum(e.dp) AS _dp FROM {hist}
+          LATERAL VIEW explode(array(
+            named_struct('o', valid_from_min_offset, 'dc', 0, 'dp', 1),
+            named_struct('o', valid_from_offset, 'dc', 1, 'dp', 0),
+            named_struct('o', valid_to_min_offset, 'dc', -1, 'dp', 0),
+            named_struct('o', CASE WHEN valid_to_min_offset IS NOT NULL AND valid_to_offset IS NOT NULL
+                                   THEN valid_to_offset END, 'dc', 0, 'dp', -1))) x AS e
+          WHERE e.o IS NOT NULL GROUP BY {pat}, e.o) steps
+    UNION ALL
+    SELECT {pat}, _at AS _o, CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), 1, _name, _at FROM {probes}
+    WHERE _at IS NOT NULL) marks) read
+WHERE _tag = 1 GROUP BY cluster_id, _rtype, _name, _at"""
+
+
+def coverage_sql(ats: str, coverage: str) -> str:
+    """Per (cluster_id, _at) of `ats`: `complete`, `incomplete` or `not_covered`."""
+    return f"""SELECT /*+ BROADCAST(c) */ a.cluster_id, a._at,
+  CASE WHEN NOT coalesce(max(c.kind IN ('log', 'snapshot')), false) THEN '{COV_NOT_COVERED}'
+       WHEN coalesce(max(c.kind = 'incomplete'), false) THEN '{COV_INCOMPLETE}' ELSE '{COV_COMPLETE}' END AS coverage
+FROM (SELECT DISTINCT cluster_id, _at FROM {ats}) a LEFT JOIN {coverage} c
+  ON a.cluster_id = c.cluster_id AND c.start_offset <= a._at AND c.end_offset >= a._at
+GROUP BY a.cluster_id, a._at"""
+
+
+def decide_sql(keys: str, hist: str, coverage: str, settings: SqlSettings) -> str:
+    """The decision for every distinct key of `keys` (columns `cluster_id, _p, _h, _op, _rtype, _name, _at`; `_at`
+    may be null) over `hist` (acl_history) and `coverage` (log_coverage): the key columns plus `decision`,
+    `certain`, `reason`, `deciding_acl_ids`, `uncertain_acl_ids`, `coverage` (module docstring; spec §1.3/§1.4)."""
+    k = ", ".join(_KEY)
+    kk = ", ".join(f"k.{c}" for c in _KEY)
+    certain, maybe = live_sql("kp._at", "h")
+    ops = op_match_sql("h.operation", "h._allow", "kp._op")
+
+    def ids(cond: str) -> str:
+        return f"array_sort(collect_set(CASE WHEN {cond} THEN acl_id END))"
+
+    empty = "CAST(array() AS ARRAY<STRING>)"
+    return f"""WITH
+_dk_k AS (SELECT DISTINCT {k} FROM {keys}),
+_dk_h AS ({history_sql(hist)}),
+_dk_p AS ({probes_sql("(SELECT DISTINCT cluster_id, _rtype, _name, _at FROM _dk_k)", "_dk_h")}),
+_dk_n AS ({candidate_counts_sql("_dk_p", "_dk_h")}),
+_dk_j AS (
+  SELECT kp.cluster_id, kp._p, kp._h, kp._op, kp._rtype, kp._name, kp._at, h.acl_id, h._allow, {certain} AS _cl
+  FROM (SELECT {kk}, p._pk, p._pn, pp AS _pp FROM _dk_k k JOIN _dk_p p
+        ON k.cluster_id = p.cluster_id AND k._rtype = p._rtype AND k._name = p._name AND k._at = p._at
+        LATERAL VIEW explode(array_distinct(array(k._p, '{WILDCARD_PRINCIPAL}'))) e AS pp) kp
+  JOIN _dk_h h ON kp.cluster_id = h.cluster_id AND kp._rtype = h._rtype AND kp._pk = h._pk AND kp._pn = h._pn
+    AND kp._pp = h.principal
+  WHERE {maybe} AND (h.host = '*' OR h.host = kp._h) AND {ops}),
+_dk_m AS (
+  SELECT {k}, {ids("NOT _allow AND _cl")} AS _deny_c, {ids("NOT _allow AND NOT _cl")} AS _deny_u,
+    {ids("_allow AND _cl")} AS _allow_c, {ids("_allow AND NOT _cl")} AS _allow_u,
+    count(CASE WHEN _allow THEN 1 END) AS _n_allow
+  FROM _dk_j GROUP BY {k}),
+_dk_c AS ({coverage_sql("_dk_k", coverage)}),
+_dk_d AS (
+  SELECT {kk}, coalesce(m._deny_c, {empty}) AS deny_c, coalesce(m._deny_u, {empty}) AS deny_u,
+    coalesce(m._allow_c, {empty}) AS allow_c, coalesce(m._allow_u, {empty}) AS allow_u,
+    coalesce(n._nc, 0) AS n_c, coalesce(n._np, 0) AS n_p, coalesce(m._n_allow, 0) AS n_allow, c.coverage,
+    array_contains({settings.super_users}, k._p) AS su, {settings.allow_everyone} AS default_allow
+  FROM _dk_k k
+  LEFT JOIN _dk_m m ON k.cluster_id = m.cluster_id AND k._p = m._p AND k._h = m._h AND k._op = m._op
+    AND k._rtype = m._rtype AND k._name = m._name AND k._at = m._at
+  LEFT JOIN _dk_n n ON k.cluster_id = n.cluster_id AND k._rtype = n._rtype AND k._name = n._name AND k._at = n._at
+  LEFT JOIN _dk_c c ON k.cluster_id = c.cluster_id AND k._at = c._at),
+_dk_f AS (
+  SELECT *, size(deny_c) > 0 AS d_c, size(deny_c) + size(deny_u) > 0 AS d_p, size(allow_c) > 0 AS a_c,
+    size(allow_c) + size(allow_u) > 0 AS a_p, n_c > 0 AS c_c, n_p - n_allow > 0 AS other_p,
+    coverage = '{COV_COMPLETE}' AS known FROM _dk_d),
+_dk_g AS (
+  SELECT *, d_c OR (known AND NOT a_p AND (c_c OR NOT default_allow)) AS certain_denied,
+    known AND NOT d_p AND (a_c OR (default_allow AND NOT other_p)) AS certain_allowed FROM _dk_f)
+SELECT {k}, decision, decision != '{UNKNOWN}' AS certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage
+FROM (SELECT {k},
+  CASE WHEN su THEN '{ALLOWED}' WHEN certain_denied THEN '{DENIED}' WHEN certain_allowed THEN '{ALLOWED}'
+       ELSE '{UNKNOWN}' END AS decision,
+  CASE WHEN su THEN '{R_SUPER_USER}' WHEN d_c THEN '{R_DENY}' WHEN certain_denied THEN '{R_NO_MATCH}'
+       WHEN certain_allowed AND a_c THEN '{R_ALLOW}' WHEN certain_allowed THEN '{R_ALLOW_EVERYONE}'
+       ELSE '{R_UNCERTAIN}' END AS reason,
+  CASE WHEN su THEN {empty} WHEN d_c THEN deny_c WHEN certain_denied THEN {empty} WHEN certain_allowed THEN allow_c
+       ELSE array_sort(array_distinct(concat(deny_c, deny_u, allow_c, allow_u))) END AS deciding_acl_ids,
+  CASE WHEN su THEN {empty} ELSE array_sort(concat(deny_u, allow_u)) END AS uncertain_acl_ids,
+  coverage
+FROM _dk_g)"""
+
+
+def decide_keys(keys: DataFrame, tables: LakeTables, settings: AuthorizerSettings) -> DataFrame:
+    """Decide distinct normalised keys (`_KEY` columns, `_at` may be null). Returns the keys plus the result columns.
+
+    Runs `decide_sql`, the text the SQL audit functions embed too. Public for the audits, which build keys
+    directly (host `*` = "a host that no ACL names").
+    """
+    d = run_sql(keys.sparkSession, decide_sql("{keys}", "{hist}", "{cov}", settings.sql()),
+                keys=keys.select(*_KEY), hist=tables.history, cov=tables.coverage)
+    return d.select(*_KEY, *_DECIDED)
+
+
+# ---- helpers of the authorizeByResourceType part -------------------------------------------------------------
 
 def _history(history: DataFrame) -> DataFrame:
     return history.select(
@@ -235,68 +493,6 @@ def _history(history: DataFrame) -> DataFrame:
         F.when(F.col("pattern_type") == "LITERAL", "L").otherwise("P").alias("_pk"),
         F.col("resource_name").alias("_pn"),
         (F.col("permission_type") == "ALLOW").alias("_allow"))
-
-
-def _prefix_lengths(hist: DataFrame) -> DataFrame:
-    return (hist.where(F.col("_pk") == "P").groupBy("cluster_id", "_rtype")
-            .agg(F.array_sort(F.collect_set(F.length("_pn"))).alias("_lens")))
-
-
-def _probes(resources: DataFrame, hist: DataFrame) -> DataFrame:
-    """One row per (resource key, probe pattern): the patterns that could cover the name (spec §1.3 4a)."""
-    lens = _prefix_lengths(hist)
-    r = resources.join(F.broadcast(lens), ["cluster_id", "_rtype"], "left")
-    name = F.col("_name")
-    exact = F.array(F.struct(F.lit("L").alias("k"), name.alias("n")))
-    wildcard_applies = (name != "*") & ~(name.startswith("*") & (F.length(name) > 1))
-    wildcard = F.when(wildcard_applies, F.array(F.struct(F.lit("L").alias("k"), F.lit("*").alias("n")))).otherwise(
-        F.array().cast("array<struct<k:string,n:string>>"))
-    prefixes = F.transform(
-        F.filter(F.coalesce(F.col("_lens"), F.array().cast("array<int>")), lambda n: n <= F.length(name)),
-        lambda n: F.struct(F.lit("P").alias("k"), F.substring(name, 1, n).alias("n")))
-    return (r.select(*_RES_KEY, F.explode(F.concat(exact, wildcard, prefixes)).alias("_probe"))
-            .select(*_RES_KEY, F.col("_probe.k").alias("_pk"), F.col("_probe.n").alias("_pn")))
-
-
-def _segments(hist: DataFrame) -> DataFrame:
-    """Per resource pattern, from each change offset on: how many lifetimes are certainly / possibly live."""
-    inf = F.lit(None).cast("long")
-    poss_end = F.when(F.col("valid_to_min_offset").isNotNull() & F.col("valid_to_offset").isNotNull(),
-                      F.col("valid_to_offset")).otherwise(inf)
-    events = hist.select(*_PAT_KEY, F.explode(F.array(
-        F.struct(F.col("valid_from_min_offset").alias("o"), F.lit(0).alias("dc"), F.lit(1).alias("dp")),
-        F.struct(F.col("valid_from_offset").alias("o"), F.lit(1).alias("dc"), F.lit(0).alias("dp")),
-        F.struct(F.col("valid_to_min_offset").alias("o"), F.lit(-1).alias("dc"), F.lit(0).alias("dp")),
-        F.struct(poss_end.alias("o"), F.lit(0).alias("dc"), F.lit(-1).alias("dp")))).alias("e"))
-    steps = (events.where(F.col("e.o").isNotNull())
-             .groupBy(*_PAT_KEY, F.col("e.o").alias("_o"))
-             .agg(F.sum("e.dc").alias("_dc"), F.sum("e.dp").alias("_dp")))
-    w = Window.partitionBy(*_PAT_KEY).orderBy("_o").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return steps.select(*_PAT_KEY, "_o", F.sum("_dc").over(w).alias("_nc"), F.sum("_dp").over(w).alias("_np"))
-
-
-def _candidate_counts(probes: DataFrame, hist: DataFrame) -> DataFrame:
-    """Per resource key: lifetimes covering the resource that are certainly (`_nc`) / possibly or certainly (`_np`)
-    live at the offset. An as-of join of the probes with the step functions."""
-    seg = _segments(hist).select(*_PAT_KEY, "_o", "_nc", "_np", F.lit(0).alias("_tag"),
-                                 *[F.lit(None).cast(t).alias(c) for c, t in (("_name", "string"), ("_at", "long"))])
-    pr = (probes.where(F.col("_at").isNotNull())
-          .select(*_PAT_KEY, F.col("_at").alias("_o"), F.lit(None).cast("long").alias("_nc"),
-                  F.lit(None).cast("long").alias("_np"), F.lit(1).alias("_tag"), "_name", "_at"))
-    w = (Window.partitionBy(*_PAT_KEY).orderBy("_o", "_tag")
-         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    read = (seg.unionByName(pr)
-            .withColumn("_c", F.last("_nc", ignorenulls=True).over(w))
-            .withColumn("_q", F.last("_np", ignorenulls=True).over(w))
-            .where(F.col("_tag") == 1))
-    return (read.groupBy(*_RES_KEY)
-            .agg(F.sum(F.coalesce("_c", F.lit(0))).alias("_nc"), F.sum(F.coalesce("_q", F.lit(0))).alias("_np")))
-
-
-def _op_matches(acl_op: Column, allow: Column, op: Column) -> Column:
-    implied = (((op == "DESCRIBE") & acl_op.isin(*_IMPLIES_DESCRIBE))
-               | ((op == "DESCRIBE_CONFIGS") & acl_op.isin(*_IMPLIES_DESCRIBE_CONFIGS)))
-    return (acl_op == "ALL") | (acl_op == op) | (allow & implied)
 
 
 def _principals(p: Column) -> Column:
@@ -309,90 +505,8 @@ def _live(at: Column) -> tuple[Column, Column]:
     return c, c | possibly_live(at)
 
 
-def _ids(cond: Column) -> Column:
-    return F.array_sort(F.collect_set(F.when(cond, F.col("acl_id"))))
-
-
-def _matches(keys: DataFrame, probes: DataFrame, hist: DataFrame) -> DataFrame:
-    """Per key: matching ACL ids by permission and certainty, and how many possibly live ALLOWs match."""
-    k = (keys.join(probes, _RES_KEY).select(*_KEY, "_pk", "_pn", F.explode(_principals(F.col("_p"))).alias("_pp")))
-    h = hist.withColumnRenamed("principal", "_pp")
-    j = k.join(h, [*_PAT_KEY, "_pp"])
-    certain, maybe = _live(F.col("_at"))
-    j = j.where(maybe & ((F.col("host") == "*") | (F.col("host") == F.col("_h")))
-                & _op_matches(F.col("operation"), F.col("_allow"), F.col("_op")))
-    j = j.withColumn("_cl", certain)
-    return j.groupBy(*_KEY).agg(
-        _ids(~F.col("_allow") & F.col("_cl")).alias("_deny_c"),
-        _ids(~F.col("_allow") & ~F.col("_cl")).alias("_deny_u"),
-        _ids(F.col("_allow") & F.col("_cl")).alias("_allow_c"),
-        _ids(F.col("_allow") & ~F.col("_cl")).alias("_allow_u"),
-        F.count(F.when(F.col("_allow"), 1)).alias("_n_allow"))
-
-
-def _coverage(ats: DataFrame, coverage: DataFrame) -> DataFrame:
-    """Per (cluster, offset): `complete`, `incomplete` or `not_covered`."""
-    cov = coverage.select(F.col("cluster_id").alias("_cc"), "start_offset", "end_offset", "kind")
-    j = ats.join(F.broadcast(cov), (F.col("cluster_id") == F.col("_cc")) & (F.col("start_offset") <= F.col("_at"))
-                 & (F.col("end_offset") >= F.col("_at")), "left")
-    agg = j.groupBy("cluster_id", "_at").agg(
-        F.max(F.col("kind").isin("log", "snapshot")).alias("_covered"),
-        F.max(F.col("kind") == "incomplete").alias("_incomplete"))
-    return agg.select("cluster_id", "_at", F.when(~F.coalesce("_covered", F.lit(False)), COV_NOT_COVERED)
-                      .when(F.coalesce("_incomplete", F.lit(False)), COV_INCOMPLETE)
-                      .otherwise(COV_COMPLETE).alias("coverage"))
-
-
 def _empty_ids() -> Column:
     return F.array().cast("array<string>")
-
-
-def decide_keys(keys: DataFrame, tables: LakeTables, settings: AuthorizerSettings) -> DataFrame:
-    """Decide distinct normalised keys (`_KEY` columns, `_at` may be null). Returns the keys plus the result columns.
-
-    Public for the audits, which build keys directly (host `*` = "a host that no ACL names").
-    """
-    hist = _history(tables.history)
-    keys = keys.select(*_KEY).distinct()
-    resources = keys.select(*_RES_KEY).distinct()
-    probes = _probes(resources, hist)
-    counts = _candidate_counts(probes, hist)
-    matches = _matches(keys, probes, hist)
-    cov = _coverage(keys.select("cluster_id", "_at").distinct(), tables.coverage)
-    d = (keys.join(matches, _KEY, "left").join(counts, _RES_KEY, "left")
-         .join(cov, ["cluster_id", "_at"], "left"))
-    return _decision(d, settings)
-
-
-def _decision(d: DataFrame, settings: AuthorizerSettings) -> DataFrame:
-    def arr(c: str) -> Column:
-        return F.coalesce(F.col(c), _empty_ids())
-
-    deny_c, deny_u, allow_c, allow_u = (arr(c) for c in ("_deny_c", "_deny_u", "_allow_c", "_allow_u"))
-    has = F.size
-    d_c = has(deny_c) > 0
-    d_p = d_c | (has(deny_u) > 0)
-    a_c = has(allow_c) > 0
-    a_p = a_c | (has(allow_u) > 0)
-    n_c = F.coalesce(F.col("_nc"), F.lit(0))
-    n_p = F.coalesce(F.col("_np"), F.lit(0))
-    n_allow = F.coalesce(F.col("_n_allow"), F.lit(0))
-    c_c = n_c > 0
-    other_p = (n_p - n_allow) > 0  # a possibly live candidate that is not a matching ALLOW
-    default_allow = F.lit(settings.allow_everyone)
-    known = F.col("coverage") == COV_COMPLETE
-    su = (F.col("_p").isin(*sorted(settings.super_users)) if settings.super_users else F.lit(False))
-    certain_denied = d_c | (known & ~a_p & (c_c | ~default_allow))
-    certain_allowed = known & ~d_p & (a_c | (default_allow & ~other_p))
-    decision = (F.when(su, ALLOWED).when(certain_denied, DENIED).when(certain_allowed, ALLOWED).otherwise(UNKNOWN))
-    reason = (F.when(su, R_SUPER_USER).when(d_c, R_DENY).when(certain_denied, R_NO_MATCH)
-              .when(certain_allowed & a_c, R_ALLOW).when(certain_allowed, R_ALLOW_EVERYONE).otherwise(R_UNCERTAIN))
-    deciding = (F.when(su, _empty_ids()).when(d_c, deny_c).when(certain_denied, _empty_ids())
-                .when(certain_allowed, allow_c)
-                .otherwise(F.array_sort(F.array_distinct(F.concat(deny_c, deny_u, allow_c, allow_u)))))
-    uncertain = F.when(su, _empty_ids()).otherwise(F.array_sort(F.concat(deny_u, allow_u)))
-    return d.select(*_KEY, decision.alias("decision"), (decision != UNKNOWN).alias("certain"), reason.alias("reason"),
-                    deciding.alias("deciding_acl_ids"), uncertain.alias("uncertain_acl_ids"), "coverage")
 
 
 # ---- authorizeByResourceType ---------------------------------------------------------------------------------
@@ -449,29 +563,46 @@ def decide_by_resource_type(keys: DataFrame, tables: LakeTables, settings: Autho
     d = probe.join(acls, _BT_KEY, "left").withColumn(
         "_acls", F.coalesce(F.col("_acls"), F.array().cast(
             "array<struct<k:string,n:string,allow:boolean,c:boolean,id:string>>")))
+    # Kafka's acls(filter) turns every stored ACL of the cluster into an AclBinding before walking them; ACLs with
+    # an ANY code (only a raw log can hold one) make it throw. Few by nature: a join on the cluster.
+    unbindable = (_history(tables.history)
+                  .where((F.col("resource_type") == "ANY") | F.col("pattern_type").isin("ANY", "MATCH")
+                         | (F.col("operation") == "ANY") | (F.col("permission_type") == "ANY"))
+                  .drop("_rtype"))
+    ub = (keys.select("cluster_id", "_at").distinct().join(unbindable, "cluster_id").where(maybe)
+          .groupBy("cluster_id", "_at").agg(F.array_sort(F.collect_set(F.when(certain, F.col("acl_id")))).alias("_ub_c"),
+                                            F.array_sort(F.collect_set(F.when(~certain, F.col("acl_id")))).alias("_ub_u")))
+    d = d.join(ub, ["cluster_id", "_at"], "left")
+    ub_c = F.coalesce(F.size("_ub_c"), F.lit(0)) > 0
+    ub_u = F.coalesce(F.size("_ub_u"), F.lit(0)) > 0
     lo = _bt_state_exprs("_acls", "min")
     hi = _bt_state_exprs("_acls", "max")
     known = F.col("_pr_coverage") == COV_COMPLETE
     probe_allowed = F.col("_pr_certain") & (F.col("_pr_decision") == ALLOWED)
     probe_denied = F.col("_pr_certain") & (F.col("_pr_decision") == DENIED)
+    throws = probe_denied & ub_c
     # with unknown ACLs possible, only a certainly live wildcard DENY decides (it also denies the probe)
-    certain_denied = probe_denied & ~hi["allowed"] & (known | hi["wildcard_deny"])
-    certain_allowed = known & lo["allowed"]
-    decision = (F.when(probe_allowed, ALLOWED).when(certain_allowed, ALLOWED).when(certain_denied, DENIED)
-                .otherwise(UNKNOWN))
-    reason = (F.when(probe_allowed, F.col("_pr_reason")).when(certain_allowed, R_ALLOW)
+    certain_denied = probe_denied & ~hi["allowed"] & (known | hi["wildcard_deny"]) & ~ub_u
+    certain_allowed = known & lo["allowed"] & ~ub_c & ~ub_u
+    decision = (F.when(probe_allowed, ALLOWED).when(throws, ERROR).when(certain_allowed, ALLOWED)
+                .when(certain_denied, DENIED).otherwise(UNKNOWN))
+    reason = (F.when(probe_allowed, F.col("_pr_reason")).when(throws, R_KAFKA_ERROR).when(certain_allowed, R_ALLOW)
               .when(certain_denied & hi["wildcard_deny"], R_DENY).when(certain_denied, R_NO_MATCH)
               .otherwise(R_UNCERTAIN))
     uncertain_ids = F.expr("array_sort(transform(filter(_acls, x -> NOT x.c), z -> z.id))")
     all_ids = F.expr("array_sort(transform(_acls, z -> z.id))")
-    deciding = (F.when(probe_allowed, F.col("_pr_deciding_acl_ids")).when(certain_allowed, lo["ids"])
-                .when(certain_denied, hi["ids"])
+    deciding = (F.when(probe_allowed, F.col("_pr_deciding_acl_ids")).when(throws, F.col("_ub_c"))
+                .when(certain_allowed, lo["ids"]).when(certain_denied, hi["ids"])
                 .otherwise(F.array_sort(F.array_distinct(F.concat(all_ids, F.col("_pr_deciding_acl_ids"))))))
     uncertain = F.when(probe_allowed, F.col("_pr_uncertain_acl_ids")).otherwise(
-        F.array_sort(F.array_distinct(F.concat(uncertain_ids, F.col("_pr_uncertain_acl_ids")))))
+        F.array_sort(F.array_distinct(F.concat(uncertain_ids, F.col("_pr_uncertain_acl_ids"),
+                                               F.coalesce(F.col("_ub_u"), _empty_ids())))))
+    error = F.when(throws, F.concat(F.lit("Kafka throws IllegalArgumentException in authorizeByResourceType: "
+                                          "stored ACL(s) with an ANY code cannot become an AclBinding: "),
+                                    F.array_join(F.col("_ub_c"), ", ")))
     return d.select(*_BT_KEY, decision.alias("decision"), (decision != UNKNOWN).alias("certain"),
                     reason.alias("reason"), deciding.alias("deciding_acl_ids"), uncertain.alias("uncertain_acl_ids"),
-                    F.col("_pr_coverage").alias("coverage"))
+                    F.col("_pr_coverage").alias("coverage"), error.alias("error"))
 
 
 # ---- public API ----------------------------------------------------------------------------------------------
@@ -522,8 +653,9 @@ def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] |
 def _join_back(requests: DataFrame, results: DataFrame, key: list[str], original: list[str]) -> DataFrame:
     renamed = results.select(*[F.col(c).alias("r" + c) for c in results.columns])
     j = _null_safe_join(requests, renamed, [(c, "r" + c) for c in key], "left")
+    error = F.col("rerror") if "error" in results.columns else F.lit(None).cast("string")
     return j.select(*original, "as_of_offset", *[F.col("r" + c).alias(c) for c in RESULT_COLUMNS[1:-1]],
-                    F.lit(None).cast("string").alias("error"))
+                    error.alias("error"))
 
 
 def authorize_by_resource_type(requests: DataFrame, lake: Any, super_users: str | Sequence[str] | None = "",

@@ -182,3 +182,25 @@ def test_versions_parse() -> None:
         parse_kafka_version("two")
     with pytest.raises(ValueError):
         could_call(authz(), "Fetch", "User:bob", H, conditions={"nonsense"})
+
+
+def test_follower_fetch_denied_fails_every_partition_with_topic_authorization_failed() -> None:
+    """Spec §5.2 FETCH: a follower (replica) fetch needs Cluster:ClusterAction; on a broker a denial answers every
+    partition TOPIC_AUTHORIZATION_FAILED, not CLUSTER_AUTHORIZATION_FAILED. A consumer's Topic:Read does not help."""
+    reader = authz(allow("TOPIC", "t", "READ"), allow("TOPIC", "u", "READ"))
+    d = could_call(reader, "Fetch", "User:bob", H, topics=["t", "u"], conditions=["follower"])
+    assert d.outcome == "DENIED" and d.error == "TOPIC_AUTHORIZATION_FAILED"
+    assert d.denied == (("TOPIC", "t"), ("TOPIC", "u"))
+    assert [(c.resource_type, c.operation, c.result) for c in d.checks] == [("CLUSTER", "CLUSTER_ACTION", "DENIED")]
+    no_topics = could_call(reader, "Fetch", "User:bob", H, conditions=["follower"])
+    assert no_topics.error == "TOPIC_AUTHORIZATION_FAILED" and no_topics.denied == (("CLUSTER", "kafka-cluster"),)
+    replica = authz(allow("CLUSTER", "kafka-cluster", "CLUSTER_ACTION"))
+    ok = could_call(replica, "Fetch", "User:bob", H, topics=["t"], conditions=["follower"])
+    assert ok.allowed and not ok.denied  # no per-topic Read for replicas
+    # the same principal as a consumer: Topic:Read per topic, partial answers
+    consumer = could_call(reader, "Fetch", "User:bob", H, topics=["t", "x"])
+    assert consumer.outcome == "PARTIAL" and consumer.error == "TOPIC_AUTHORIZATION_FAILED"
+    # a controller listener (KRaft replication fetch) uses authorizeClusterOperation: the whole request fails
+    ctl = could_call(reader, "Fetch", "User:bob", H, conditions=["follower", "controller_endpoint"])
+    assert ctl.outcome == "DENIED" and ctl.error == "CLUSTER_AUTHORIZATION_FAILED"
+    assert could_call(replica, "Fetch", "User:bob", H, conditions=["controller_endpoint"]).allowed

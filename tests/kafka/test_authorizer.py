@@ -168,6 +168,27 @@ def test_names_below_star_get_the_set_based_answer() -> None:
         assert ask(authz(binding), name, rtype=rtype) == expected
 
 
+def test_requester_named_user_star_is_a_kafka_error_with_an_explanation() -> None:
+    """The other place where Kafka gives no answer (next to the names below '*' above), but here we *keep*
+    Kafka's behaviour: Kafka 4.x matches ACL principals against Set.of(requester, User:*), which throws
+    IllegalArgumentException for a requester named User:* (checked on 4.3.1 by the differential test, whose
+    principals include User:*). The error says why and what to ask instead."""
+    a = authz(acl(principal="User:*"), acl("x", principal="User:bob"), super_users="User:root")
+    with pytest.raises(InvalidArgumentError) as info:
+        ask(a, principal="User:*")
+    message = str(info.value)
+    assert info.value.java_class == "java.lang.IllegalArgumentException"
+    assert "Set.of" in message and "duplicate element" in message and "User:nobody" in message
+    with pytest.raises(InvalidArgumentError, match="duplicate element"):
+        by_type(a, op="READ", principal="User:*")  # the probe is a full authorize(): same error
+    exp = a.explain(principal="User:*", host=H, operation="READ", resource_type="TOPIC", resource_name="foo")
+    assert (exp.result, exp.reason, exp.error) == ("ERROR", "request principal User:*", "IllegalArgumentException")
+    # a principal with no ACLs of its own gets what User:* ACLs give everyone
+    assert ask(a, principal="User:nobody") == "ALLOWED" and ask(a, "x", principal="User:nobody") == "DENIED"
+    # the super-user check comes first: a super user literally named User:* is answered
+    assert authz(super_users="User:*").authorize("User:*", H, "READ", "TOPIC", "x") == "ALLOWED"
+
+
 # ------------------------------------------------------------------------------------ §1.3 4b matching
 
 
@@ -312,6 +333,46 @@ def test_by_resource_type_argument_checks() -> None:  # SecurityUtils.authorizeB
     for op, rtype in (("ANY", "TOPIC"), ("UNKNOWN", "TOPIC"), ("READ", "ANY"), ("READ", "UNKNOWN")):
         with pytest.raises(InvalidArgumentError):
             by_type(a, op, rtype)
+
+
+def test_by_resource_type_unbindable_acl_anywhere_is_an_error_even_after_a_wildcard_deny() -> None:
+    """Kafka 4.3.1's AclCache.acls(filter) converts every stored ACL to an AclBinding into a list before the
+    default authorizeByResourceType walks it, so an ACL with an ANY code (only a raw log can hold one) throws
+    IllegalArgumentException even though the matching LITERAL '*' DENY would end the walk first. Checked against
+    the real classes (tests/kafka_it: test_unbindable_acls_against_kafka)."""
+    wildcard_deny = acl("*", op="WRITE", perm="DENY", principal="User:*")
+    unbindable = acl("g", op="ANY", principal="User:x", rtype="GROUP")
+    a = authz(wildcard_deny, unbindable)
+    exp = a.explain_by_resource_type("User:bob", H, "WRITE", "TOPIC")
+    assert (exp.result, exp.reason, exp.error) == ("ERROR", "malformed stored ACL", "IllegalArgumentException")
+    with pytest.raises(AclStateError) as info:
+        by_type(a)
+    assert info.value.java_class == "java.lang.IllegalArgumentException" and info.value.acl_ids == exp.acl_ids
+    # the probe still answers first: a super user, or an ALLOW covering "hardcode", never reach acls(filter)
+    assert authz(wildcard_deny, unbindable, super_users="User:bob").authorize_by_resource_type(
+        "User:bob", H, "WRITE", "TOPIC") == "ALLOWED"
+    assert by_type(authz(acl("hard", pattern="PREFIXED", op="WRITE"), unbindable)) == "ALLOWED"
+    # without the unbindable ACL the wildcard DENY decides; authorize() itself never builds bindings
+    assert by_type(authz(wildcard_deny)) == "DENIED"
+    assert ask(a, "t", op="WRITE") == "DENIED"
+    for field in ({"pattern": "MATCH"}, {"pattern": "ANY"}, {"perm": "ANY"}, {"rtype": "ANY"}):
+        assert authz(wildcard_deny, acl("g", **field)).explain_by_resource_type(  # type: ignore[arg-type]
+            "User:bob", H, "WRITE", "TOPIC").result == "ERROR", field
+
+
+def test_unknown_codes_stored_vs_asked() -> None:
+    """acl.py: stored codes decode like Kafka's fromCode (99 -> UNKNOWN); a question with an unknown code is
+    refused with a message, since reading a typo as UNKNOWN would answer another question."""
+    stored = AclBinding.of(2, "t", 3, "User:bob", "*", 99, 3)
+    assert stored.operation == "UNKNOWN"
+    a = authz(stored, acl("t", op="ALL"))
+    assert a.acls()[next(iter(a.acls()))].operation == "UNKNOWN"
+    assert ask(a, "t", op="UNKNOWN") == "ALLOWED"  # Kafka answers UNKNOWN questions: only ALL (and UNKNOWN) match
+    with pytest.raises(InvalidArgumentError, match="code 99"):
+        ask(a, "t", op=99)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="expected one of"):
+        ask(a, "t", op="REED")
+    assert ask(a, "t", op="3") == "ALLOWED"  # a known code as text
 
 
 def test_by_resource_type_super_user_has_access() -> None:

@@ -2,8 +2,12 @@
 
 Random configurations, random ACL sets (loaded by snapshot or by addAcl/removeAcl) and random questions
 (`authorize` and `authorizeByResourceType`) go to both; every answer must be identical, errors included (compared by
-Java exception class). At least 100,000 questions per run. Seeds are printed; set AUTHZ_DIFF_SEED to replay one run,
-AUTHZ_DIFF_QUESTIONS to change the volume. On a mismatch the ACL set is shrunk to a minimal one and printed.
+Java exception class). At least 100,000 questions per run, and the run must have touched every resource type,
+pattern type, principal form, host form, operation, super-user and allow-everyone setting, and both kinds of
+question (asserted). The seeds and the counts are reported in the terminal summary of every run (section
+"authorizer differential", also with -q and for passing tests); set AUTHZ_DIFF_SEED to replay one run,
+AUTHZ_DIFF_QUESTIONS to change the volume. On a mismatch the case is shrunk (ACLs dropped, configuration and
+question simplified while Kafka and Python still disagree) and the smallest one is printed.
 
 Request resource names never begin with a character sorting below '*': Kafka hangs or throws on some of them
 (DESIGN.md §7); `test_names_below_star_are_a_documented_difference` shows it.
@@ -11,10 +15,12 @@ Request resource names never begin with a character sorting below '*': Kafka han
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -95,6 +101,14 @@ def make_scenario(rng: random.Random, sid: int) -> Scenario:
             elif r < 0.28:
                 rtype = rng.choice(["UNKNOWN", "ANY"])
         sc.acls.append((f"s{sid}-{i}", AclBinding(rtype, name, pattern, principal, rng.choice(ACL_HOSTS), op, perm)))
+    if rng.random() < 0.02:  # a LITERAL '*' DENY next to an ACL no AclBinding can hold (authorizeByResourceType)
+        rtype = rng.choice(RESOURCE_TYPES)
+        sc.acls.append((f"s{sid}-wd", AclBinding(rtype, "*", "LITERAL", "User:*", "*", rng.choice(OPERATIONS),
+                                                 "DENY")))
+        field_name, value = rng.choice([("pattern_type", "ANY"), ("pattern_type", "MATCH"), ("operation", "ANY"),
+                                        ("permission_type", "ANY"), ("resource_type", "ANY")])
+        base = AclBinding(rng.choice(RESOURCE_TYPES), "g", "LITERAL", "User:x", "*", "READ", "ALLOW")
+        sc.acls.append((f"s{sid}-ub", dataclasses.replace(base, **{field_name: value})))
     if sc.acls and rng.random() < 0.3:  # a duplicate (same content, new id) or a re-used id
         acl_id, b = rng.choice(sc.acls)
         sc.acls.append((f"s{sid}-dup" if rng.random() < 0.5 else acl_id, b))
@@ -201,27 +215,92 @@ def setup_commands(sc: Scenario, acls: list[tuple[str, AclBinding]] | None = Non
     return cmds
 
 
-def shrink(o: AuthorizerOracle, sc: Scenario, q: tuple) -> tuple[list[tuple[str, AclBinding]], str, str]:
-    """Greedily drop ACLs while the two implementations still disagree on `q`."""
+def _simpler_questions(q: tuple) -> Iterator[tuple]:
+    """Cheaper-to-read variants of a question: plain principal, host and operation, a shorter name."""
+    yield (*q[:1], "User:bob", *q[2:])
+    yield (*q[:2], "10.0.0.1", *q[3:])
+    yield (*q[:3], "READ", *q[4:])
+    if q[0] == "Q":
+        name = q[5]
+        for cut in range(len(name)):
+            yield (*q[:5], name[:cut], *q[6:])
+        yield (*q[:5], "a" if name[:1] < "*" else name, "LITERAL")
 
-    def disagree(acls: list[tuple[str, AclBinding]]) -> tuple[bool, str, str]:
-        java = o.send([*setup_commands(sc, acls), question_command(q)])[-1]
-        py, _ = build_python(sc, acls)
-        mine = python_answer(py, q)
+
+def _simpler_scenarios(sc: Scenario) -> Iterator[Scenario]:
+    """Configuration variants closer to the defaults."""
+    yield dataclasses.replace(sc, super_users=None)
+    yield dataclasses.replace(sc, allow_everyone=None)
+    yield dataclasses.replace(sc, loaded=True)
+    yield dataclasses.replace(sc, by_snapshot=True, removals=[])
+    yield dataclasses.replace(sc, removals=[])
+
+
+def shrink(o: AuthorizerOracle, sc: Scenario, q: tuple) -> tuple[Scenario, tuple, str, str]:
+    """Greedily drop ACLs, then simplify the configuration and the question, while the two implementations still
+    disagree on the question. Returns the smallest scenario (its `acls` shrunk), question and both answers."""
+
+    def disagree(s: Scenario, question: tuple) -> tuple[bool, str, str]:
+        java = o.send([*setup_commands(s), question_command(question)])[-1]
+        py, _ = build_python(s)
+        if isinstance(py, str):
+            return False, java, py  # the configuration fails: no question is asked then
+        mine = python_answer(py, question)
         return java != mine, java, mine
 
-    acls = list(sc.acls)
-    _, java, mine = disagree(acls)
+    _, java, mine = disagree(sc, q)
     changed = True
     while changed:
         changed = False
-        for i in range(len(acls)):
-            trial = acls[:i] + acls[i + 1:]
-            bad, j, m = disagree(trial)
+        for i in range(len(sc.acls)):
+            trial = dataclasses.replace(sc, acls=sc.acls[:i] + sc.acls[i + 1:])
+            bad, j, m = disagree(trial, q)
             if bad:
-                acls, java, mine, changed = trial, j, m, True
+                sc, java, mine, changed = trial, j, m, True
                 break
-    return acls, java, mine
+        if changed:
+            continue
+        for trial in _simpler_scenarios(sc):
+            if trial != sc:
+                bad, j, m = disagree(trial, q)
+                if bad:
+                    sc, java, mine, changed = trial, j, m, True
+                    break
+        if changed:
+            continue
+        for simpler in _simpler_questions(q):
+            if simpler != q:
+                bad, j, m = disagree(sc, simpler)
+                if bad:
+                    q, java, mine, changed = simpler, j, m, True
+                    break
+    return sc, q, java, mine
+
+
+_REPORT: list[str] = []
+
+
+class _TerminalSummary:
+    """Writes the run's seeds and counts in pytest's terminal summary (shown for passing tests and with -q)."""
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if _REPORT:
+            terminalreporter.write_sep("-", "authorizer differential (replay: AUTHZ_DIFF_SEED=<seed>)")
+            for line in _REPORT:
+                terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def report(request: pytest.FixtureRequest, record_property: Callable[[str, object], None]) -> Callable[[str], None]:
+    manager = request.config.pluginmanager
+    if manager.get_plugin("authz-differential-summary") is None:
+        manager.register(_TerminalSummary(), "authz-differential-summary")
+
+    def add(line: str) -> None:
+        _REPORT.append(line)
+        record_property("authz-differential", line)  # also in --junitxml output
+
+    return add
 
 
 @pytest.fixture(scope="module")
@@ -230,9 +309,8 @@ def oracle():
         yield o
 
 
-def test_host_rendering_matches_java(oracle: AuthorizerOracle) -> None:
+def test_host_rendering_matches_java(oracle: AuthorizerOracle, report: Callable[[str], None]) -> None:
     seed = int(os.environ.get("AUTHZ_DIFF_SEED", random.randrange(1 << 32)))
-    print(f"host rendering seed={seed}")
     rng = random.Random(seed)
     hosts = [*REQUEST_HOSTS, "::", "1::", "::ffff:0:0", "::1.2.3.4", "1:2:3:4:5::1.2.3.4", "::ffff:1.2.3.04",
              "00001::", "fe80::1%0001", "10.1.65535", "4294967295", "000000000000001", "::ffff:1.2.3.4%1",
@@ -264,19 +342,36 @@ def test_host_rendering_matches_java(oracle: AuthorizerOracle) -> None:
             mine = "ERROR:UnknownHostException"
         if mine != java:
             mismatches.append((h, java, mine))
-    assert not mismatches, mismatches[:20]
+    report(f"host rendering: seed={seed} addresses={len(hosts)} mismatches={len(mismatches)}")
+    assert not mismatches, (f"seed={seed}", mismatches[:20])
 
 
-def test_differential_against_kafka(oracle: AuthorizerOracle) -> None:
+def _principal_form(p: str) -> str:
+    if ":" not in p:
+        return "no colon"
+    ptype, name = p.split(":", 1)
+    if name == "*":
+        return "wildcard" if ptype == "User" else "other-type star"
+    if not ptype or not name:
+        return "empty part"
+    if ":" in name:
+        return "colon in name"
+    return "user" if ptype == "User" else "other type"
+
+
+def test_differential_against_kafka(oracle: AuthorizerOracle, report: Callable[[str], None]) -> None:
     seed = int(os.environ.get("AUTHZ_DIFF_SEED", random.randrange(1 << 32)))
     target = int(os.environ.get("AUTHZ_DIFF_QUESTIONS", "100000"))
-    print(f"\ndifferential seed={seed} questions>={target}")
     rng = random.Random(seed)
     started = time.monotonic()
     asked = 0
     scenarios = 0
     outcomes: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
+    by_type_answers: Counter[str] = Counter()
+    seen: dict[str, set[str]] = {k: set() for k in (
+        "resource type", "ACL pattern type", "principal", "principal form", "request host", "ACL host",
+        "operation", "super.users", "allow.everyone")}
     mismatches: list[str] = []
     while asked < target and len(mismatches) < 3:
         scenarios += 1
@@ -286,42 +381,91 @@ def test_differential_against_kafka(oracle: AuthorizerOracle) -> None:
         answers = oracle.send(setup_commands(sc) + [question_command(q) for q in questions])
         n_setup = len(setup_commands(sc))
         setup, java_answers = answers[:n_setup], answers[n_setup:]
+        seen["super.users"].add(repr(sc.super_users))
+        seen["allow.everyone"].add(repr(sc.allow_everyone))
         # configuration and ACL-store steps agree
         java_config = setup[0]
         if isinstance(py, str) or java_config != "OK":
-            assert (py if isinstance(py, str) else "OK") == java_config, (seed, sc)
+            assert (py if isinstance(py, str) else "OK") == java_config, (f"seed={seed}", sc)
             continue  # Kafka would not start; nothing to ask
+        body = setup[1:-1]
+        if sc.loaded:
+            body = body[:-1]
+        if sc.by_snapshot:
+            body = body[1:]  # "B"
+            java_steps = [s for s in body if s != "OK"][:1] or ["OK"]
         else:
-            body = setup[1:-1]
-            if sc.loaded:
-                body = body[:-1]
-            if sc.by_snapshot:
-                body = body[1:]  # "B"
-                java_steps = [s for s in body if s != "OK"][:1] or ["OK"]
-            else:
-                java_steps = body
-            assert py_steps == java_steps, (seed, sc, py_steps, java_steps)
-            assert str(py.acl_count()) == setup[-1], (seed, sc, py.acl_count(), setup[-1])
+            java_steps = body
+        assert py_steps == java_steps, (f"seed={seed}", sc, py_steps, java_steps)
+        assert str(py.acl_count()) == setup[-1], (f"seed={seed}", sc, py.acl_count(), setup[-1])
+        for _, b in sc.acls:
+            seen["ACL pattern type"].add(b.pattern_type)
+            seen["ACL host"].add(b.host)
         for q, java in zip(questions, java_answers, strict=True):
             mine = python_answer(py, q)
             asked += 1
             outcomes[java] += 1
             kinds[q[0]] += 1
+            seen["resource type"].add(q[4])
+            seen["operation"].add(q[3])
+            seen["principal"].add(q[1])
+            seen["principal form"].add(_principal_form(q[1]))
+            seen["request host"].add(q[2])
+            if q[0] == "T":
+                by_type_answers[java] += 1
             if mine != java:
-                acls, j, m = shrink(oracle, sc, q)
+                small, sq, j, m = shrink(oracle, sc, q)
                 mismatches.append(
-                    f"seed={seed} scenario={scenarios} config=(super.users={sc.super_users!r}, "
-                    f"allow.everyone={sc.allow_everyone!r}, snapshot={sc.by_snapshot}, loaded={sc.loaded}, "
-                    f"removals={sc.removals})\n  question={q}\n  kafka={j} python={m}\n  minimal ACLs:\n"
-                    + "\n".join(f"    {i}: {b.standard_acl_text()}" for i, b in acls)
+                    f"seed={seed} scenario={scenarios} smallest case: config=(super.users={small.super_users!r}, "
+                    f"allow.everyone={small.allow_everyone!r}, snapshot={small.by_snapshot}, loaded={small.loaded}, "
+                    f"removals={small.removals})\n  question={sq}\n  kafka={j} python={m}\n  ACLs:\n"
+                    + "\n".join(f"    {i}: {b.standard_acl_text()}" for i, b in small.acls)
+                    + f"\n  (original question={q}, {len(sc.acls)} ACLs)"
                 )
                 break
     elapsed = time.monotonic() - started
-    print(f"scenarios={scenarios} questions={asked} kinds={dict(kinds)} answers={dict(outcomes)} "
-          f"mismatches={len(mismatches)} time={elapsed:.1f}s")
+    report(f"differential: seed={seed} scenarios={scenarios} questions compared={asked:,} "
+           f"(authorize {kinds['Q']:,}, authorizeByResourceType {kinds['T']:,}) mismatches={len(mismatches)} "
+           f"time={elapsed:.1f}s")
+    report(f"  Kafka's answers: {dict(sorted(outcomes.items()))}; authorizeByResourceType: "
+           f"{dict(sorted(by_type_answers.items()))}")
+    report("  covered: " + "; ".join(f"{k} {len(v)}" for k, v in seen.items()))
     assert not mismatches, "\n".join(mismatches)
-    assert asked >= target
-    assert "TIMEOUT" not in outcomes
+    assert asked >= target, (f"seed={seed}", asked)
+    assert "TIMEOUT" not in outcomes, f"seed={seed}"
+    missing = {
+        "resource type": set(RESOURCE_TYPES) - seen["resource type"],
+        "ACL pattern type": {"LITERAL", "PREFIXED"} - seen["ACL pattern type"],
+        "principal": set(PRINCIPALS) - seen["principal"],
+        "request host": set(REQUEST_HOSTS) - seen["request host"],
+        "ACL host": set(ACL_HOSTS) - seen["ACL host"],
+        "operation": set(OPERATIONS) - seen["operation"],
+        "super.users": {repr(c) for c in SUPER_USER_CONFIGS} - seen["super.users"],
+        "allow.everyone": {repr(c) for c in ALLOW_EVERYONE_CONFIGS} - seen["allow.everyone"],
+        "authorizeByResourceType answer": {"ALLOWED", "DENIED"} - set(by_type_answers),
+    }
+    assert not any(missing.values()), (f"seed={seed}", {k: v for k, v in missing.items() if v})
+
+
+def test_unbindable_acls_against_kafka(oracle: AuthorizerOracle) -> None:
+    """Kafka 4.3.1's acls(filter) builds every AclBinding before authorizeByResourceType walks them, so an ACL
+    with an ANY code anywhere throws even where a matching LITERAL '*' DENY would have ended the walk first."""
+    wildcard_deny = AclBinding("TOPIC", "*", "LITERAL", "User:*", "*", "WRITE", "DENY")
+    base = AclBinding("GROUP", "g", "LITERAL", "User:x", "*", "ANY", "ALLOW")
+    variants = [base, dataclasses.replace(base, operation="READ", pattern_type="MATCH"),
+                dataclasses.replace(base, operation="READ", permission_type="ANY"),
+                dataclasses.replace(base, operation="READ", resource_type="ANY"),
+                dataclasses.replace(base, operation="READ", resource_type="USER", pattern_type="ANY")]
+    questions = [("T", "User:bob", "10.0.0.1", "WRITE", "TOPIC"), ("T", "User:bob", "10.0.0.1", "READ", "GROUP"),
+                 ("Q", "User:bob", "10.0.0.1", "WRITE", "TOPIC", "t", "LITERAL")]
+    for acls, expected in [([wildcard_deny], ["DENIED", "DENIED", "DENIED"]),
+                           *[([wildcard_deny, v], ["ERROR:IllegalArgumentException"] * 2 + ["DENIED"])
+                             for v in variants]]:
+        sc = Scenario(None, None, [(f"a{i}", b) for i, b in enumerate(acls)])
+        java = oracle.send([*setup_commands(sc), *(question_command(q) for q in questions)])[-len(questions):]
+        py, _ = build_python(sc)
+        assert java == expected, acls
+        assert [python_answer(py, q) for q in questions] == java, acls
 
 
 def test_names_below_star_are_a_documented_difference() -> None:

@@ -116,7 +116,8 @@ def test_risky_grants_and_sql(spark: Any, lake: MemLake) -> None:
     assert _pick(at55, "risk", "resource_name", "certain") == {
         ("all_operations", "g", True), ("default_exposed", "orphan", True)}  # payments is covered by `pay`, gone gone
     names = register_audit_functions(spark, lake)
-    assert names == ["acl_risky_grants", "acl_diff"]
+    assert set(names) == {"acl_who_can", "acl_what_can", "acl_access_changes", "acl_diff", "acl_timeline",
+                          "acl_risky_grants"}
     sql = spark.sql("SELECT risk, acl_id, certain FROM acl_risky_grants('c', 20)").collect()
     assert {(r.risk, r.acl_id, r.certain) for r in sql} == {
         ("everyone_allow", "w1", True), ("wildcard_resource", "w1", True), ("all_operations", "all1", True)}
@@ -130,3 +131,120 @@ def test_risky_grants_and_sql(spark: Any, lake: MemLake) -> None:
     back = outputs.read_avro(buf)
     assert {r["acl_ids"][0] for r in back} == {"w1", "all1"} and back[0]["audit"] == "risky_grants"
     assert all("risk" in r["attributes"] for r in back)
+
+
+def _norm(rows: list[Any]) -> list[tuple[Any, ...]]:
+    """Rows (dicts or Rows) as sorted tuples of (column, value), arrays as tuples: order-free comparison."""
+    out = []
+    for r in rows:
+        d = r if isinstance(r, dict) else r.asDict(recursive=True)
+        out.append(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items())))
+    return sorted(out, key=repr)
+
+
+def test_sql_functions_give_the_python_audits_rows(spark: Any, lake: MemLake) -> None:
+    """Every audit is reachable from SQL (register_audit_functions) and gives the Python audit's rows, column for
+    column, including the settings (super.users parsed as Kafka parses it; allow.everyone)."""
+    from replay.spark import audits
+
+    audits.register_audit_functions(spark, lake)
+    cases: list[tuple[str, list[dict[str, Any]]]] = [
+        ("SELECT * FROM acl_who_can('c', 'read', 'Topic', 'payments', 12)",
+         audits.audit_who_can(spark, lake, "c", "READ", "TOPIC", "payments", offset=12)),
+        ("SELECT * FROM acl_who_can('c', 'DESCRIBE', 'TOPIC', 'payments', 25, ' User:root ; ', true)",
+         audits.audit_who_can(spark, lake, "c", "DESCRIBE", "TOPIC", "payments", offset=25, super_users="User:root",
+                              allow_everyone=True)),
+        ("SELECT * FROM acl_who_can('c', 'WRITE', 'TOPIC', 'payments', 37)",
+         audits.audit_who_can(spark, lake, "c", "WRITE", "TOPIC", "payments", offset=37)),
+        ("SELECT * FROM acl_what_can('c', 'User:bob', 25)", audits.audit_what_can(spark, lake, "c", "User:bob", 25)),
+        ("SELECT * FROM acl_what_can('c', 'User:dave', 55, super_users => 'User:dave')",
+         audits.audit_what_can(spark, lake, "c", "User:dave", 55, super_users="User:dave")),
+        ("SELECT * FROM acl_access_changes('c', 4, 12)", audits.audit_changes(spark, lake, "c", 4, 12)["access"]),
+        ("SELECT * FROM acl_access_changes('c', 25, 55, 'User:carol')",
+         audits.audit_changes(spark, lake, "c", 25, 55, super_users="User:carol")["access"]),
+        ("SELECT * FROM acl_timeline('c', 'User:bob', NULL, NULL, 'READ')",
+         audits.audit_timeline(spark, lake, "c", principal="User:bob", operation="READ")),
+        ("SELECT * FROM acl_timeline('c', NULL, 'TOPIC', 'payments')",
+         audits.audit_timeline(spark, lake, "c", resource_type="TOPIC", resource_name="payments")),
+        ("SELECT * FROM acl_risky_grants('c', NULL)", audits.audit_risky_grants(spark, lake, "c")),
+        ("SELECT * FROM acl_risky_grants('c', 55)", audits.audit_risky_grants(spark, lake, "c", offset=55)),
+        ("SELECT * FROM acl_risky_grants('c', 55, true)",
+         audits.audit_risky_grants(spark, lake, "c", offset=55, allow_everyone=True)),
+        ("SELECT * FROM acl_risky_grants('c', 55, false)",
+         audits.audit_risky_grants(spark, lake, "c", offset=55, allow_everyone=False)),
+    ]
+    for query, python_rows in cases:
+        sql_rows = spark.sql(query).collect()
+        assert python_rows, query  # every case has something to compare
+        assert _norm(sql_rows) == _norm(python_rows), query
+    # acl_diff: the ACL half of the changes audit, same change labels
+    diff = spark.sql("SELECT acl_id, change, certain FROM acl_diff('c', 32, 38)").collect()
+    acls = audits.audit_changes(spark, lake, "c", 32, 38)["acls"]
+    assert _pick([r.asDict() for r in diff], "acl_id", "change", "certain") == _pick(acls, "acl_id", "change", "certain")
+    # allow.everyone exposure needs the setting: false -> nothing is exposed
+    exposed = {r.risk for r in spark.sql("SELECT risk FROM acl_risky_grants('c', 55, false)").collect()}
+    assert "default_exposed" not in exposed
+    assert ("default_exposed", "orphan") in {(r.risk, r.resource_name) for r in
+                                             spark.sql("SELECT * FROM acl_risky_grants('c', 55, true)").collect()}
+    with pytest.raises(Exception, match="give either a principal, or a resource type and name"):
+        spark.sql("SELECT * FROM acl_timeline('c', 'User:bob', 'TOPIC', 'payments')").collect()
+    with pytest.raises(Exception, match="expected a string in format principalType:principalName but got bob"):
+        spark.sql("SELECT * FROM acl_who_can('c', 'READ', 'TOPIC', 'payments', 12, 'User:a;bob')").collect()
+
+
+HOST_LIVES = [
+    life("v4", _acl("t", "LITERAL", "User:ann", "READ", "ALLOW", host="10.0.0.1"), 0),
+    life("v6", _acl("t", "LITERAL", "User:ann", "READ", "ALLOW", host="0:0:0:0:0:0:0:1"), 0),
+    life("short6", _acl("t", "LITERAL", "User:bea", "READ", "ALLOW", host="::1"), 0),
+    life("name", _acl("t", "PREFIXED", "User:bea", "ALL", "ALLOW", host="localhost"), 0),
+    life("zeros", _acl("t", "LITERAL", "User:*", "READ", "DENY", host="010.0.0.1"), 0, 20),
+    life("other", _acl("t", "LITERAL", "User:cid", "WRITE", "ALLOW", host="::1"), 0),
+]
+
+
+def test_acl_hosts_no_client_can_present_are_listed_apart(spark: Any) -> None:
+    """Kafka compares an ACL host with Java's rendering of the client address, so `::1`, `localhost` or
+    `010.0.0.1` never match: who-can / what-can report access only from hosts that can match and list those ACLs
+    separately as NEVER_MATCHES (with the ACL spelled out); changes and timelines do not evaluate such hosts."""
+    from replay.spark import audits
+
+    lake = MemLake(spark, [x.row() for x in HOST_LIVES], COVERAGE, TIMES)
+    rows = audits.audit_who_can(spark, lake, "c", "READ", "TOPIC", "t", offset=10)
+    real = [r for r in rows if r["decision"] != audits.NEVER_MATCHES]
+    assert _pick(real, "who", "host", "decision", "deciding_acl_ids") == {
+        ("User:ann", "10.0.0.1", "ALLOWED", ("v4",)), ("User:ann", "0:0:0:0:0:0:0:1", "ALLOWED", ("v6",))}
+    never = [r for r in rows if r["decision"] == audits.NEVER_MATCHES]
+    assert rows[-len(never):] == never  # listed after the answer
+    # `other` (::1, WRITE) is not for READ; `zeros` is everyone's DENY from 010.0.0.1 (Java prints 10.0.0.1)
+    assert _pick(never, "deciding_acl_ids", "who", "host", "reason", "certain") == {
+        (("short6",), "User:bea", "::1", "acl_host_never_matches", True),
+        (("name",), "User:bea", "localhost", "acl_host_never_matches", True),
+        (("zeros",), "everyone", "010.0.0.1", "acl_host_never_matches", True),
+    }
+    assert all(r["reason"] == "acl_host_never_matches" and len(r["via"]) == 1 and r["via"][0].endswith(
+        "from " + r["host"]) for r in never)
+    # the Python authorizer agrees: a client at ::1 (rendered 0:0:0:0:0:0:0:1) is not allowed by `short6`
+    from replay.kafka.authorizer import StandardAuthorizer
+
+    a = StandardAuthorizer()
+    a.load_snapshot({x.acl_id: x.binding for x in HOST_LIVES if x.acl_id != "zeros"})
+    a.complete_initial_load()
+    assert a.authorize("User:bea", "::1", "READ", "TOPIC", "t") == "DENIED"
+    assert a.authorize("User:ann", "::1", "READ", "TOPIC", "t") == "ALLOWED"
+
+    what = audits.audit_what_can(spark, lake, "c", "User:bea", offset=10)
+    assert {r["decision"] for r in what} == {audits.NEVER_MATCHES}  # none of bea's ACLs can ever match
+    assert {(r["deciding_acl_ids"][0], r["host"], r["operation"]) for r in what
+            if r["decision"] == audits.NEVER_MATCHES} == {("short6", "::1", "READ"), ("name", "localhost", "ALL"),
+                                                          ("zeros", "010.0.0.1", "READ")}
+    assert not any(r["host"] in ("::1", "localhost", "010.0.0.1") for r in what
+                   if r["decision"] != audits.NEVER_MATCHES)
+    changes = audits.audit_changes(spark, lake, "c", 10, 25)
+    assert _pick(changes["acls"], "acl_id", "change") == {("zeros", "removed")}
+    assert not any(r["host"] == "010.0.0.1" for r in changes["access"])
+    timeline = audits.audit_timeline(spark, lake, "c", resource_type="TOPIC", resource_name="t", operation="READ")
+    assert {r["host"] for r in timeline} == {"*", "10.0.0.1", "0:0:0:0:0:0:0:1"}
+    # SQL gives the same
+    audits.register_audit_functions(spark, lake)
+    assert _norm(spark.sql("SELECT * FROM acl_who_can('c', 'READ', 'TOPIC', 't', 10)").collect()) == _norm(rows)
+    assert _norm(spark.sql("SELECT * FROM acl_what_can('c', 'User:bea', 10)").collect()) == _norm(what)
