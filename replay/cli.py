@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
 EXIT_OK = 0
+EXIT_FAILED = 1  # the command could not do its work (e.g. an ingest with nothing to read)
 EXIT_PROBLEMS = 3  # --strict and something was wrong with the input
 EXIT_USAGE = 2
 
@@ -41,26 +43,25 @@ def _print_lines(lines: Iterable[str], out: TextIO) -> None:
 
 
 # ---- inspect -------------------------------------------------------------------------------------------------
+def _print_summary(summary: Any) -> None:
+    for line in summary.lines():
+        print(line, file=sys.stderr)
+
+
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     from replay.kafka import dumplog
     from replay.kafka.dump import ProblemSummary, discover, read_source
     from replay.kafka.model import Batch, Problem, SourceKind
 
-    sources, ignored = discover(args.paths)
     summary = ProblemSummary()
+    if args.format == "dump-log":
+        return _inspect_dump_log(args, out, summary)
+    sources, ignored = discover(args.paths)
     if not sources:
         print(f"kraft-replay inspect: no metadata log files under {' '.join(args.paths)} "
               "(expected *.log segments, *.checkpoint snapshots or kafka-dump-log text)", file=sys.stderr)
         return EXIT_USAGE
     for source in sources:
-        if args.format == "dump-log":
-            if source.kind == SourceKind.DUMP_LOG_TEXT:
-                print(f"skipping {source.path}: it is already dump-log text", file=sys.stderr)
-                continue
-            for line in dumplog.render_file(source.path, variant=args.variant,
-                                            skip_record_metadata=args.skip_record_metadata, problems=summary.add):
-                out.write(line + "\n")
-            continue
         batches = records = 0
         types: dict[str, int] = {}
         first = last = None
@@ -68,8 +69,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
             if isinstance(item, Problem):
                 summary.add(item)
                 if args.format == "json":
-                    out.write(json.dumps({"problem": item.kind.value, "file": item.file, "position": item.position,
-                                          "offset": item.offset, "message": item.message}) + "\n")
+                    out.write(json.dumps(dumplog.problem_json(item, include_raw=False)) + "\n")
                 continue
             assert isinstance(item, Batch)
             batches += 1
@@ -80,7 +80,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
                 name = record.type_name or "UNDECODED"
                 types[name] = types.get(name, 0) + 1
                 if args.format == "json":
-                    out.write(json.dumps(dumplog.record_json(item, record)) + "\n")
+                    out.write(dumplog.record_json_text(item, record) + "\n")
         if args.format == "summary":
             kind = source.kind.value
             extra = ""
@@ -92,9 +92,61 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(f"  {name}: {n}\n")
     if ignored and args.format == "summary":
         out.write(f"ignored {len(ignored)} file(s) that are not metadata logs: {', '.join(ignored[:5])}\n")
-    for line in summary.lines():
-        print(line, file=sys.stderr)
+    _print_summary(summary)
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
+
+
+_OTHER_DUMPERS = (".index", ".timeindex", ".snapshot", ".txnindex")
+
+
+def _dump_log_paths(paths: list[str]) -> list[str]:
+    """The files to dump, in the order given (as `kafka-dump-log --files a,b` takes them). A directory, which the
+    tool does not take, stands for its metadata files in replay order (dump-log text files left out)."""
+    from replay.kafka.dump import discover
+    from replay.kafka.model import SourceKind
+
+    out: list[str] = []
+    for path in paths:
+        if os.path.isdir(path):
+            sources, _ = discover([path])
+            out += [s.path for s in sources if s.kind != SourceKind.DUMP_LOG_TEXT]
+        else:
+            out.append(path)
+    return out
+
+
+def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> int:
+    """One kafka-dump-log run over all the files: stdout as the tool prints it; on stderr what the tool prints
+    there (unknown files, the non-consecutive offsets report, the exception it would die with), then our summary."""
+    from replay.kafka import dumplog
+
+    paths = _dump_log_paths(args.paths)
+    if not paths:
+        print(f"kraft-replay inspect: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    other = [p for p in paths if p.endswith(_OTHER_DUMPERS)]
+    if other:
+        print(f"kraft-replay inspect: {other[0]}: kafka-dump-log dumps index and producer-state files with other "
+              "code; --format dump-log renders .log and .checkpoint files", file=sys.stderr)
+        return EXIT_USAGE
+    renderer = dumplog.DumpLogRenderer(variant=args.variant, skip_record_metadata=args.skip_record_metadata,
+                                       on_problem=summary.add)
+    told = 0
+    for line in renderer.render_files(paths):
+        out.write(line + "\n")
+        if len(renderer.stderr) > told:  # keep the tool's stderr lines where it prints them
+            out.flush()
+            told = _print_stderr(renderer.stderr, told)
+    out.flush()
+    _print_stderr(renderer.stderr, told)
+    _print_summary(summary)
+    return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
+
+
+def _print_stderr(lines: list[str], start: int) -> int:
+    for line in lines[start:]:
+        print(line, file=sys.stderr)
+    return len(lines)
 
 
 # ---- acls ----------------------------------------------------------------------------------------------------
@@ -113,10 +165,24 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
     if not args.paths:
         print("kraft-replay acls: give dump PATHs, or --lake/--catalog with --cluster", file=sys.stderr)
         return EXIT_USAGE
-    from replay.kafka.dump import ProblemSummary, replay_paths
+    from replay.kafka.dump import ProblemSummary
 
     summary = ProblemSummary()
-    result = replay_paths(args.paths, high_watermark=args.high_watermark, summary=summary)
+    try:
+        return _acls_from_files(args, out, summary)
+    finally:  # whatever the answer, the input's problems are told
+        _print_summary(summary)
+
+
+def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int:
+    from replay.kafka.dump import discover, replay_sources
+    from replay.kafka.listing import render_acls
+
+    sources, _ignored = discover(args.paths)
+    if not sources:
+        print(f"kraft-replay acls: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_USAGE
+    result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary)
     if args.as_of_time is not None:
         offset = result.offset_at_time(args.as_of_time)
         if offset is None:
@@ -137,12 +203,10 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
         if not state.covered:
             why.append(f"offset {offset} is in no dump (a hole in history)")
         if not state.complete:
-            why.append("a gap before it is not bridged by a snapshot, so ACLs created there are unknown")
+            why.append("it lies near a hole in history, where ACLs that no dump recorded may have been live")
         if state.uncertain:
             why.append(f"{len(state.uncertain)} ACL(s) may or may not have been live")
         print("note: this answer is not certain: " + "; ".join(why), file=sys.stderr)
-    for line in summary.lines():
-        print(line, file=sys.stderr)
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
 
 
@@ -156,8 +220,7 @@ def _lake(args: argparse.Namespace) -> Any:
 
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.spark.ingest import StrictIngestError, ingest
-    from replay.spark.replay import replay_lake
+    from replay.spark.ingest import IngestError, StrictIngestError, ingest
 
     lake = _lake(args)
     try:
@@ -167,11 +230,34 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
         print(f"kraft-replay ingest: {err}", file=sys.stderr)
         print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
         return EXIT_PROBLEMS
+    except IngestError as err:
+        print(f"kraft-replay ingest: {err}", file=sys.stderr)
+        print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
+        return EXIT_FAILED
     _print_lines(report.lines(), out)
     if not args.no_replay:
-        counts = replay_lake(lake, [args.cluster], high_watermark=args.high_watermark)
-        out.write("replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + "\n")
+        _replay(lake, args.cluster, args.high_watermark, out)
+    else:
+        print(f"not replayed; when ready: kraft-replay replay {_lake_flag(args)} --cluster {args.cluster}",
+              file=sys.stderr)
     return EXIT_OK
+
+
+def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
+    """Recompute a cluster's replay tables from what the lake holds (after `ingest --no-replay`)."""
+    _replay(_lake(args), args.cluster, args.high_watermark, out)
+    return EXIT_OK
+
+
+def _replay(lake: Any, cluster: str, high_watermark: int | None, out: TextIO) -> None:
+    from replay.spark.replay import replay_lake
+
+    counts = replay_lake(lake, [cluster], high_watermark=high_watermark)
+    out.write("replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + "\n")
+
+
+def _lake_flag(args: argparse.Namespace) -> str:
+    return f"--catalog {args.catalog}" if args.catalog else f"--lake {args.lake or 'lakehouse'}"
 
 
 def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
@@ -219,10 +305,12 @@ def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     from replay.kafka.listing import table_lines
+    from replay.spark.audits import register_audit_functions
     from replay.spark.queries import register_sql_functions
 
     lake = _lake(args)
     register_sql_functions(lake)
+    register_audit_functions(lake.spark, lake)
     rows = [r.asDict(recursive=True) for r in lake.spark.sql(args.query).collect()]
     if args.format == "json":
         for r in rows:
@@ -253,14 +341,28 @@ def _resource(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return getattr(args, "resource_type", None), None
 
 
-def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.spark import authorize
+def _host_problem(host: str | None) -> str | None:
+    """Why `--host` cannot be asked about (None when it can): Kafka matches ACL hosts against the client's address."""
+    from replay.kafka.authorizer import InvalidArgumentError, java_host_address
 
-    lake = _lake(args)
+    if host is None:
+        return ("give --host, the client's IP address as Kafka saw it (e.g. 10.0.0.1 or ::1): ACLs name hosts, so "
+                "the answer depends on it")
+    try:
+        java_host_address(host)
+    except InvalidArgumentError as err:
+        return f"--host {err}; give the client's IP address as Kafka saw it (e.g. 10.0.0.1 or ::1)"
+    return None
+
+
+def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
     if args.requests:
         if not args.out:
             print("kraft-replay authorize: --requests needs --out (where to write the decisions)", file=sys.stderr)
             return EXIT_USAGE
+        from replay.spark import authorize
+
+        lake = _lake(args)
         counts = authorize.authorize_file(lake.spark, lake, args.cluster, args.requests, args.out, args.out_format,
                                           super_users=args.super_users,
                                           allow_everyone=args.allow_everyone_if_no_acl_found)
@@ -272,6 +374,13 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
               "--cluster-resource, ... or --resource-type TYPE for authorizeByResourceType), or --requests FILE",
               file=sys.stderr)
         return EXIT_USAGE
+    why = _host_problem(args.host)
+    if why is not None:
+        print(f"kraft-replay authorize: {why}", file=sys.stderr)
+        return EXIT_USAGE
+    from replay.spark import authorize
+
+    lake = _lake(args)
     result = authorize.authorize_one(lake.spark, lake, args.cluster, args.principal, args.host, args.operation,
                                      rtype, name, offset=args.as_of_offset, time=args.as_of_time,
                                      super_users=args.super_users,
@@ -307,7 +416,10 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
         results = {"timeline": audits.audit_timeline(spark, lake, cluster, args.principal, rtype, name,
                                                      args.operation, **common)}
     else:
-        results = {"risky_grants": audits.audit_risky_grants(spark, lake, cluster, **when)}
+        # with the setting on, resources no ACL covers are exposed to everyone; unset, list what it would expose
+        results = {"risky_grants": audits.audit_risky_grants(spark, lake, cluster, **when,
+                                                             allow_everyone=args.allow_everyone_if_no_acl_found
+                                                             or None)}
     for audit, rows in results.items():
         if args.avro:
             n = outputs.write_avro(rows, f"{args.avro}.{audit}.avro" if len(results) > 1 else args.avro, audit)
@@ -362,9 +474,14 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p)
     p.add_argument("--strict", action="store_true", help="fail, writing nothing, if any input problem is found")
     p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
-    p.add_argument("--no-replay", action="store_true", help="only ingest; replay later")
+    p.add_argument("--no-replay", action="store_true", help="only ingest; replay later with `kraft-replay replay`")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("replay", help="recompute a cluster's replay tables from the lake (after ingest --no-replay)")
+    _lake_options(p)
+    p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
+    p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("changes", help="ACL changes between two offsets or times, from the lake")
     _lake_options(p)
@@ -401,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p, cluster_required=False)
     _authorizer_options(p)
     p.add_argument("--principal", help="e.g. User:alice")
-    p.add_argument("--host", default="*", help="the client address (as Kafka saw it), e.g. 10.0.0.1 or ::1")
+    p.add_argument("--host", help="the client's IP address as Kafka saw it, e.g. 10.0.0.1 or ::1 (required for one "
+                                  "question; with --requests each row has its host)")
     p.add_argument("--operation", help="READ, WRITE, DESCRIBE, ...")
     resource_flags(p)
     p.add_argument("--resource-type", help="with no resource name: authorizeByResourceType (KIP-679)")

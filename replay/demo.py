@@ -126,7 +126,7 @@ def coverage_lines(lake: Any, cluster: str) -> list[str]:
     rows = (lake.read("log_coverage").where(F.col("cluster_id") == cluster)
             .select("start_offset", "end_offset", "kind").orderBy("start_offset", "kind").limit(50).collect())
     words = {"log": "log records", "snapshot": "snapshot only", "missing": "in no dump (hole)",
-             "incomplete": "after an unbridged hole"}
+             "incomplete": "incomplete (ACLs no dump recorded may have been live)"}
     return [f"{r['start_offset']}..{r['end_offset']} {words.get(r['kind'], r['kind'])}" for r in rows]
 
 
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     certainty = "exact" if state.exact else (
         f"not certain: {len(state.uncertain)} ACL(s) may or may not have been live"
         + ("" if state.covered else "; the offset is in a hole")
-        + ("" if state.complete else "; an unbridged hole comes before it"))
+        + ("" if state.complete else "; ACLs that no dump recorded may have been live then"))
     tour.say(f"{len(state.certain)} ACL(s) certainly live at offset {state.offset} ({certainty}). "
              "As `kafka-acls --list` would have printed them:")
     for line in listing[:LISTING_LINES]:

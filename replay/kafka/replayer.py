@@ -1,19 +1,33 @@
-"""The reference replayer: DESIGN.md §3 as plain Python. The Spark replay is held to it.
+"""The reference replayer: DESIGN.md §3 as plain Python, one record at a time. The Spark replay is held to it.
 
 Input is what the decoder produces: log batches (segments, dump-log text) and snapshots, from any number of
 possibly overlapping dumps of one cluster. The replayer
 
-1. merges the log: one record per offset. Equal bytes seen twice are one record; different bytes at one offset
-   mean a truncated uncommitted suffix: the copy with the higher leader epoch wins, and a record whose epoch is
-   below the epoch of an earlier chosen record belongs to a truncated suffix too (epochs never decrease along a
-   Raft log). Both are reported as `divergence`;
+1. merges the log into one record per offset. Copies at one offset with the same leader epoch are the same record
+   (Raft's log matching); a binary copy is preferred to one parsed from dump-log text, which may have lost bytes.
+   Different records at one offset mean a truncated uncommitted suffix: the copy with the higher epoch wins, and a
+   record whose epoch is below the epoch of an earlier chosen record belongs to a truncated suffix too (epochs
+   never decrease along a Raft log). Both are reported as `divergence`;
 2. applies the records strictly in offset order with the controller's transaction semantics (records after Begin
    are held, become visible at End's offset, are dropped at Abort; an open transaction at the end is pending);
-3. loads each complete snapshot `E` atomically at offset `E-1`: where the log before `E` is present the two must
-   agree (else `snapshot_mismatch`); where history has a hole before `E`, the differences are changes at an
-   unknown offset inside the hole (rule 5);
+3. loads each complete snapshot atomically at its last contained offset `q = E-1`: the state becomes exactly the
+   snapshot's ACLs there;
 4. returns ACL lifetimes with exact or uncertain bounds, the visible events, coverage and anomalies, and answers
    the state as of any offset or time.
+
+**Bounds where history has holes (rule 5).** Every ACL id is observed at known places: its own records (at their
+visible offset) and every snapshot (which says whether the id is live there, and with what content). Ids are never
+reused, so when a snapshot at `q` shows a state the log cannot explain (the id appears, disappears or changes
+content), the change happened at an offset we have no record of, after `p`, the last place the id's previous state
+was known (its last record or the previous snapshot, whichever is later). The change therefore lies in
+`W = {offsets in (p, q] that are in no dump}`: it began or ended somewhere in `[min W, max W]`, so the ACL is
+possibly live from `min W` and certainly live from `max W` (or certainly gone from `max W`). An empty `W` means
+the log before the snapshot contradicts it: a `snapshot_mismatch`, and the snapshot's state applies at `q`.
+
+ACLs that nobody ever recorded (created in a hole and removed in a hole, or by a remove record of an id we never
+saw) leave the history **incomplete** where they could have been live: from the first hole after a snapshot up to
+the last hole or unknown remove before the next snapshot, and from the first hole after the last snapshot to the
+end of known history.
 
 Offsets are log offsets; "as of N" means after applying every visible record with offset <= N.
 Lifetime bounds use half-open intervals: live on [valid_from_offset, valid_to_offset). An uncertain start means it
@@ -71,7 +85,14 @@ class AclEvent:
     record_offset: int | None  # where the record physically is (None for snapshot loads)
     offset_min: int  # == offset when exact
     exact: bool = True
-    seq: int = 0  # order of events at one offset
+    seq: int = 0  # 1-based position in `event_order`
+
+
+def event_order(e: AclEvent) -> tuple[int, int, int, int, str]:
+    """The order events apply in: by offset; at one offset log records (by record offset) before a snapshot load;
+    a remove before a create (a replacement); then by id. The Spark replay numbers its events the same way."""
+    return (e.offset, 1 if e.record_offset is None else 0, -1 if e.record_offset is None else e.record_offset,
+            0 if e.change == Change.REMOVE else 1, e.acl_id)
 
 
 @dataclass(slots=True)
@@ -127,7 +148,7 @@ class AclState:
     certain: dict[str, AclBinding]
     uncertain: dict[str, AclBinding]
     covered: bool  # False when the offset lies in a hole, before the first known offset or after the last
-    complete: bool = True  # False after an unbridged hole: ACLs created in it are unknown to us
+    complete: bool = True  # False where ACLs nobody recorded may have been live (see the module docstring)
 
     @property
     def exact(self) -> bool:
@@ -136,13 +157,17 @@ class AclState:
 
 @dataclass(slots=True)
 class LogEntry:
+    """The chosen copy of one log offset. Only ACL and transaction records keep their decoded record."""
+
     offset: int
     epoch: int
     time: int
     digest: bytes
-    record: Record | None  # only ACL and transaction records are kept
+    record: Record | None
     source: str
     position: int
+    batch_last_offset: int
+    text: bool = False  # parsed from kafka-dump-log text: bytes may be missing, so not comparable byte for byte
 
 
 @dataclass(slots=True)
@@ -152,7 +177,10 @@ class SnapshotImage:
     time: int | None
     acls: dict[str, AclBinding]
     source: str
-    complete: bool
+
+    @property
+    def at(self) -> int:
+        return self.end_offset - 1
 
 
 @dataclass(slots=True)
@@ -161,16 +189,28 @@ class ReplayResult:
     events: list[AclEvent]
     coverage: list[CoverageRange]
     anomalies: list[Problem]
-    times: list[tuple[int, int]] = field(default_factory=list)  # (offset, time), sorted, one per visible batch
+    times: list[tuple[int, int]] = field(default_factory=list)  # (offset, time), by offset, one per batch
     last_offset: int | None = None
     incomplete: list[tuple[int, int]] = field(default_factory=list)  # inclusive offset ranges, see AclState
+    _suffix_min: list[int] = field(default_factory=list, repr=False)
 
     def is_complete_at(self, offset: int) -> bool:
         return not any(lo <= offset <= hi for lo, hi in self.incomplete)
 
     def offset_at_time(self, time_ms: int) -> int | None:
-        """DESIGN.md §3.8: the last offset whose time is <= time_ms (None if before all known records)."""
-        i = bisect.bisect_right([t for _, t in self.times], time_ms)
+        """DESIGN.md §3.8: the last offset whose time is <= time_ms (None if no known record is that old).
+
+        Append times need not grow with offsets (clock skew between leaders), so this is the greatest offset with
+        an early enough time, found by bisecting the running minimum of the times from the end.
+        """
+        if len(self._suffix_min) != len(self.times):
+            mins: list[int] = []
+            low: int | None = None
+            for _, t in reversed(self.times):
+                low = t if low is None else min(low, t)
+                mins.append(low)
+            self._suffix_min = mins[::-1]
+        i = bisect.bisect_right(self._suffix_min, time_ms)
         return self.times[i - 1][0] if i else None
 
     def state_at(self, offset: int) -> AclState:
@@ -204,6 +244,36 @@ def _digest(record: Record) -> bytes:
     return h.digest()
 
 
+class LogRuns:
+    """The offsets known from the log, as maximal runs; answers which offsets of a range are in no dump."""
+
+    def __init__(self, runs: list[tuple[int, int]]) -> None:
+        self.runs = runs
+        self._starts = [s for s, _ in runs]
+
+    def _run_at(self, offset: int) -> tuple[int, int] | None:
+        i = bisect.bisect_right(self._starts, offset) - 1
+        return self.runs[i] if i >= 0 and self.runs[i][1] >= offset else None
+
+    def unknown_min(self, after: int, upto: int) -> int | None:
+        """The smallest offset in (after, upto] that no log record covers."""
+        x = after + 1
+        run = self._run_at(x)
+        if run is not None:
+            x = run[1] + 1
+        return x if x <= upto else None
+
+    def unknown_between(self, after: int, before: int) -> bool:
+        """Whether some offset strictly between `after` and `before` is in no dump."""
+        return self.unknown_min(after, before - 1) is not None
+
+    def unknown_max(self, after: int, upto: int) -> int | None:
+        """The greatest offset in (after, upto] that no log record covers."""
+        run = self._run_at(upto)
+        x = upto if run is None else run[0] - 1
+        return x if x > after else None
+
+
 class Replayer:
     """Collect log batches and snapshots of one cluster, then `run()` once.
 
@@ -213,14 +283,16 @@ class Replayer:
 
     def __init__(self, high_watermark: int | None = None) -> None:
         self.high_watermark = high_watermark
-        self._log: dict[int, dict[bytes, LogEntry]] = {}  # offset -> distinct contents -> preferred copy
-        self._snapshots: dict[int, list[SnapshotImage]] = {}  # end offset -> complete copies
+        self._log: dict[int, dict[tuple[int, bytes], LogEntry]] = {}  # offset -> (epoch, content) -> best copy
+        self._snapshots: dict[int, list[SnapshotImage]] = {}  # end offset -> loadable copies
         self._anomalies: list[Problem] = []
-        self._batch_times: dict[int, int] = {}  # batch last offset -> append time
 
     # ---- input -------------------------------------------------------------------------------------------
-    def add_log(self, items: Iterable[Batch | Problem]) -> None:
-        """Log batches in any order, from any number of dumps; problems are passed through to the anomalies."""
+    def add_log(self, items: Iterable[Batch | Problem], text: bool = False) -> None:
+        """Log batches in any order, from any number of dumps; problems are passed through to the anomalies.
+
+        `text`: the batches were parsed from kafka-dump-log output (see `LogEntry.text`).
+        """
         for item in items:
             if isinstance(item, Problem):
                 self._anomalies.append(item)
@@ -237,48 +309,48 @@ class Replayer:
                     )
                 )
                 continue
-            if self.high_watermark is not None and header.base_offset >= self.high_watermark:
-                continue
             for record in item.records:
                 if self.high_watermark is not None and record.offset >= self.high_watermark:
                     continue
-                self._add_log_record(item, record)
+                self._add_log_record(item, record, text)
 
-    def _add_log_record(self, batch: Batch, record: Record) -> None:
+    def _add_log_record(self, batch: Batch, record: Record, text: bool) -> None:
         keep = (
             record
             if not record.is_control and record.api_key in _RELEVANT and record.data is not None
             else None
         )
-        entry = LogEntry(
-            record.offset,
-            batch.header.partition_leader_epoch,
-            batch.append_time,
-            _digest(record),
-            keep,
-            batch.source,
-            batch.header.position,
-        )
-        self._batch_times[batch.header.last_offset] = batch.append_time
+        entry = LogEntry(record.offset, batch.header.partition_leader_epoch, batch.append_time, _digest(record), keep,
+                         batch.source, batch.header.position, batch.header.last_offset, text)
         copies = self._log.setdefault(record.offset, {})
-        old = copies.get(entry.digest)
+        key = (entry.epoch, entry.digest)
+        old = copies.get(key)
         if old is None or _preference(entry) < _preference(old):
-            copies[entry.digest] = entry
+            copies[key] = entry
 
     def add_snapshot(
         self, end_offset: int, epoch: int, items: Iterable[Batch | Problem], source: str = ""
     ) -> None:
-        """One snapshot file: `end_offset` is exclusive (the file name's first number)."""
+        """One snapshot file: `end_offset` is exclusive (the file name's first number).
+
+        A snapshot is loaded only when it decoded cleanly from its SnapshotHeader to its SnapshotFooter: any problem
+        inside it (a bad CRC, a record that does not decode, a missing header or footer; notices aside) means we
+        cannot know its ACL set, and loading part of it would invent removals.
+        """
         acls: dict[str, AclBinding] = {}
-        header_seen = footer_seen = bad_batch = False
+        header_seen = footer_seen = False
+        problems: list[str] = []
         time: int | None = None
         first = True
         for item in items:
             if isinstance(item, Problem):
                 self._anomalies.append(item)
+                if not item.is_notice:  # e.g. an unknown tagged field: the record is still whole
+                    problems.append(item.kind.value)
                 first = False
                 continue
-            bad_batch = bad_batch or not item.header.crc_ok
+            if not item.header.crc_ok:
+                problems.append("bad_crc")
             for record in item.records:
                 if first:
                     first = False
@@ -290,66 +362,89 @@ class Replayer:
                 if not record.is_control and record.api_key == ACL_ENTRY and record.data is not None:
                     acls[_acl_id(record)] = AclBinding.from_record_data(record.data)
             first = False
-        if bad_batch:
-            self._anomalies.append(
-                Problem(ProblemKind.SKIPPED_BAD_BATCH, "snapshot holds a batch with a bad CRC; not loaded",
-                        source, None, end_offset - 1)
-            )
-        if not header_seen:
+        if not header_seen and "snapshot_no_header" not in problems:
             self._anomalies.append(
                 Problem(ProblemKind.SNAPSHOT_NO_HEADER, "snapshot does not start with a SnapshotHeader; not loaded",
                         source, 0, end_offset - 1)
             )
-        if not footer_seen:
+            problems.append("snapshot_no_header")
+        if not footer_seen and "snapshot_no_footer" not in problems:
             self._anomalies.append(
                 Problem(ProblemKind.SNAPSHOT_NO_FOOTER, "snapshot has no SnapshotFooter (incomplete); not loaded",
                         source, None, end_offset - 1)
             )
-        complete = header_seen and footer_seen and not bad_batch
-        if not complete or end_offset <= 0:
+            problems.append("snapshot_no_footer")
+        if problems:
+            kinds = ", ".join(sorted(set(problems)))
+            self._anomalies.append(
+                Problem(ProblemKind.SNAPSHOT_NOT_LOADED,
+                        f"snapshot {end_offset}-{epoch} is not loaded: problem(s) inside it ({kinds}), so its ACL set "
+                        "is not known", source, None, end_offset - 1)
+            )
+            return
+        if end_offset <= 0:
             return
         if self.high_watermark is not None and end_offset > self.high_watermark:
             return
-        self._snapshots.setdefault(end_offset, []).append(SnapshotImage(end_offset, epoch, time, acls, source, True))
+        self._snapshots.setdefault(end_offset, []).append(SnapshotImage(end_offset, epoch, time, acls, source))
 
     # ---- replay ------------------------------------------------------------------------------------------
     def run(self) -> ReplayResult:
         log = self._drop_truncated_suffixes(self._choose_log_copies())
         offsets = sorted(log)
-        log_ranges = _ranges(offsets)
+        runs = LogRuns(_ranges(offsets))
         snapshots = [self._choose_snapshot(e) for e in sorted(self._snapshots)]
-        run = ReplayState(self._anomalies)
-        stream: list[tuple[int, int, object]] = [(r[0], 0, r) for r in log_ranges]
-        stream += [(o, 1, log[o]) for o in offsets if log[o].record is not None]
-        stream += [(s.end_offset - 1, 2, s) for s in snapshots]
-        stream.sort(key=lambda item: (item[0], item[1]))
-        for _, kind, item in stream:
-            if kind == 0:
-                run.enter_range(*item)  # type: ignore[misc]
-            elif kind == 1:
-                run.apply(item)  # type: ignore[arg-type]
+        last = max(([offsets[-1]] if offsets else []) + [s.at for s in snapshots], default=None)
+        relevant = [log[o] for o in offsets if log[o].record is not None]
+        visible, spanning_ends = resolve_transactions(relevant, runs, last, self._anomalies)
+        state = ReplayState(self._anomalies, runs, spanning_ends)
+        stream: list[tuple[int, int, int, Visible | SnapshotImage]] = [
+            (v.offset, 0, v.entry.offset, v) for v in visible
+        ]
+        stream += [(s.at, 1, 0, s) for s in snapshots]
+        stream.sort(key=lambda item: item[:3])
+        for *_, item in stream:
+            if isinstance(item, SnapshotImage):
+                state.load_snapshot(item)
             else:
-                run.load_snapshot(item)  # type: ignore[arg-type]
-        run.finish()
-        times = sorted(
-            [(o, t) for o, t in self._batch_times.items() if o in log]
-            + [(s.end_offset - 1, s.time) for s in snapshots if s.time is not None]
-        )
-        last = max([*offsets, *(s.end_offset - 1 for s in snapshots)], default=None)
-        coverage = coverage_ranges(log_ranges, [(s.end_offset - 1, s.source) for s in snapshots])
-        return ReplayResult(run.lifetimes(), run.events, coverage, run.anomalies, times, last, run.incomplete)
+                state.apply(item)
+        if last is not None:
+            state.finish(last)
+        coverage = coverage_ranges(runs.runs, [(s.at, s.source) for s in snapshots])
+        state.anomalies.extend(gap_problems(coverage, [s.at for s in snapshots]))
+        times: dict[int, int] = {}
+        for entry in log.values():
+            if entry.batch_last_offset in log:
+                times[entry.batch_last_offset] = max(entry.time, times.get(entry.batch_last_offset, entry.time))
+        for s in snapshots:
+            if s.time is not None:
+                times[s.at] = max(s.time, times.get(s.at, s.time))
+        events = sorted(state.events, key=event_order)
+        events = [_with_seq(e, i) for i, e in enumerate(events, 1)]
+        return ReplayResult(state.lifetimes(), events, coverage, state.anomalies, sorted(times.items()), last,
+                            state.incomplete)
 
     def _choose_log_copies(self) -> dict[int, LogEntry]:
-        """Per offset the copy with the highest epoch (then the first source path); others are divergences."""
+        """Per offset the copy with the highest epoch (a binary copy before a text one, then the first source).
+
+        Other copies with a lower epoch are a truncated suffix; a copy with the same epoch but other bytes is
+        reported unless exactly one of the two came from dump-log text (which does not carry every byte).
+        """
         chosen: dict[int, LogEntry] = {}
         for offset, copies in self._log.items():
             ranked = sorted(copies.values(), key=_preference)
             winner = chosen[offset] = ranked[0]
             for loser in ranked[1:]:
+                if loser.epoch != winner.epoch:
+                    why = (f"epoch {winner.epoch} from {winner.source} wins over epoch {loser.epoch} from "
+                           f"{loser.source} (a truncated uncommitted suffix)")
+                elif loser.text == winner.text:
+                    why = (f"two copies with epoch {winner.epoch} differ ({winner.source} is used, {loser.source} is "
+                           "not): the same epoch means the same record, so one copy is damaged")
+                else:
+                    continue  # dump-log text and a binary copy of the same record
                 self._anomalies.append(
-                    Problem(ProblemKind.DIVERGENCE,
-                            f"two different records at offset {offset}: epoch {winner.epoch} from {winner.source} "
-                            f"wins over epoch {loser.epoch} from {loser.source} (a truncated uncommitted suffix)",
+                    Problem(ProblemKind.DIVERGENCE, f"two different records at offset {offset}: {why}",
                             loser.source, loser.position, offset)
                 )
         return chosen
@@ -387,8 +482,13 @@ class Replayer:
         return log
 
 
-def _preference(entry: LogEntry) -> tuple[int, str, int]:
-    return (-entry.epoch, entry.source, entry.position)
+def _preference(entry: LogEntry) -> tuple[int, bool, str, int]:
+    return (-entry.epoch, entry.text, entry.source, entry.position)
+
+
+def _with_seq(e: AclEvent, seq: int) -> AclEvent:
+    return AclEvent(e.offset, e.time, e.acl_id, e.change, e.cause, e.binding, e.record_offset, e.offset_min, e.exact,
+                    seq)
 
 
 def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
@@ -420,135 +520,197 @@ def coverage_ranges(log_ranges: list[tuple[int, int]], snapshot_points: list[tup
     return out
 
 
-class ReplayState:
-    """The mutable state of one replay pass.
+def gap_problems(coverage: list[CoverageRange], snapshot_points: list[int]) -> list[Problem]:
+    """One `gap` anomaly per stretch of offsets that no dump holds, saying whether a later snapshot bridges it."""
+    out = []
+    for r in coverage:
+        if r.kind != CoverageKind.MISSING:
+            continue
+        after = [s for s in snapshot_points if s > r.end_offset]
+        if after:
+            tail = (f"the snapshot at offset {min(after)} bridges it: ACLs live there are known, changes inside the "
+                    "hole have uncertain offsets")
+        else:
+            tail = "no later snapshot bridges it: ACLs created there are unknown from then on"
+        out.append(Problem(ProblemKind.GAP, f"offsets {r.start_offset}..{r.end_offset} are in no dump; {tail}",
+                           None, None, r.start_offset))
+    return out
 
-    `known` is the last offset whose state is known (from a log record or a snapshot). `uncertain_since` is the
-    first offset of a stretch of history that no snapshot has bridged yet: 0 before anything is known, the first
-    missing offset after a hole. While it is set, changes learned from the next snapshot are uncertain from there.
+
+@dataclass(frozen=True, slots=True)
+class Visible:
+    """An ACL record that becomes visible: where, when and why."""
+
+    entry: LogEntry
+    offset: int
+    time: int
+    cause: Cause
+
+
+def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | None,
+                         anomalies: list[Problem]) -> tuple[list[Visible], list[int]]:
+    """Rule 2, also across holes: which ACL records become visible, where, and why.
+
+    `entries` are the log's ACL and transaction records in offset order. Records after a Begin are held until the
+    next End (visible there) or Abort (dropped); a transaction open at the end is pending. Kafka never leaves a
+    transaction open across a snapshot, so holes that retention makes start and end outside transactions; a dump
+    that misses other files can cut one, and then:
+
+    * a record separated from the previous Begin/End/Abort by a hole is judged by the next marker: an End means it
+      was held in a transaction begun (or still open) across the hole and becomes visible at that End, an Abort
+      drops it, a Begin means no transaction was open; with no marker after it, it counts as committed (nothing
+      tells otherwise; the hole is reported);
+    * a held record whose End or Abort lies beyond a hole, or whose transaction may have closed in one, has an
+      unknown fate and is not applied (the offsets around the hole are marked incomplete);
+    * an End or Abort whose transaction spans a hole is not an anomaly, and such an End may have made records
+      from inside the hole visible: its offset is returned so snapshot windows can include it.
+    """
+    markers = [e for e in entries if e.record is not None and e.record.api_key in (TXN_BEGIN, TXN_END, TXN_ABORT)]
+    open_after: list[bool] = []  # whether a transaction is open after each marker
+    opener: LogEntry | None = None  # the Begin of the transaction open now
+    spanning_ends: list[int] = []
+    prev_offset, is_open = -1, False
+    for m in markers:
+        assert m.record is not None
+        key = m.record.api_key
+        hole = runs.unknown_between(prev_offset, m.offset)
+        if key == TXN_BEGIN:
+            if is_open and not hole:
+                assert opener is not None
+                anomalies.append(Problem(ProblemKind.NESTED_BEGIN,
+                                         f"BeginTransaction inside the transaction begun at offset {opener.offset}; "
+                                         "ignored, the open transaction continues", m.source, m.position, m.offset))
+            else:
+                opener = m
+            is_open = True
+        else:
+            if hole and key == TXN_END:
+                spanning_ends.append(m.offset)
+            elif not is_open and not hole:
+                kind, name = ((ProblemKind.END_WITHOUT_BEGIN, "EndTransaction") if key == TXN_END
+                              else (ProblemKind.ABORT_WITHOUT_BEGIN, "AbortTransaction"))
+                anomalies.append(Problem(kind, f"{name} without Begin; ignored", m.source, m.position, m.offset))
+            is_open = False
+        open_after.append(is_open)
+        prev_offset = m.offset
+    marker_offsets = [m.offset for m in markers]
+    closers = [m for m in markers if m.record is not None and m.record.api_key != TXN_BEGIN]
+    closer_offsets = [m.offset for m in closers]
+    visible: list[Visible] = []
+    pending = 0
+
+    def outcome(entry: LogEntry, close: LogEntry) -> None:
+        assert close.record is not None
+        if close.record.api_key == TXN_END:
+            visible.append(Visible(entry, close.offset, close.time, Cause.TRANSACTION))
+
+    for e in entries:
+        if e.record is None or e.record.api_key not in (ACL_ENTRY, ACL_REMOVE):
+            continue
+        i = bisect.bisect_left(marker_offsets, e.offset)
+        held = i > 0 and open_after[i - 1]
+        if not runs.unknown_between(marker_offsets[i - 1] if i else -1, e.offset):
+            if not held:
+                visible.append(Visible(e, e.offset, e.time, Cause.RECORD))
+                continue
+            j = bisect.bisect_left(closer_offsets, e.offset)
+            if j == len(closers):
+                pending += 1
+            elif not runs.unknown_between(e.offset, closers[j].offset):
+                outcome(e, closers[j])
+            continue
+        nxt = markers[i] if i < len(markers) else None
+        if nxt is None:
+            if not held:
+                visible.append(Visible(e, e.offset, e.time, Cause.RECORD))
+        elif runs.unknown_between(e.offset, nxt.offset):
+            continue
+        elif nxt.record is not None and nxt.record.api_key == TXN_BEGIN:
+            visible.append(Visible(e, e.offset, e.time, Cause.RECORD))
+        else:
+            outcome(e, nxt)
+    if is_open and opener is not None and (last is None or runs.unknown_min(markers[-1].offset, last) is None):
+        anomalies.append(Problem(ProblemKind.PENDING_TRANSACTION,
+                                 f"transaction begun at offset {opener.offset} is still open at the end of the "
+                                 f"input; its {pending} held record(s) are invisible", opener.source,
+                                 opener.position, opener.offset))
+    return visible, spanning_ends
+
+
+class ReplayState:
+    """The mutable state of one replay pass over the visible ACL changes and the snapshots, in order.
+
+    `last_seen[id]` is the last offset where the id's state was observed (one of its records at its visible
+    offset, or a snapshot); `prev_snapshot` the last contained offset of the previous snapshot (-1 before any);
+    `spanning_ends` the offsets of Ends whose transaction spans a hole (see `resolve_transactions`).
     """
 
-    def __init__(self, anomalies: list[Problem]) -> None:
+    def __init__(self, anomalies: list[Problem], runs: LogRuns, spanning_ends: list[int] | None = None) -> None:
         self.anomalies = anomalies
+        self.runs = runs
+        self.spanning_ends = sorted(spanning_ends or [])
         self.events: list[AclEvent] = []
         self.live: dict[str, AclLifetime] = {}
         self.done: list[AclLifetime] = []
-        self.txn: list[LogEntry] | None = None
-        self.txn_begin: LogEntry | None = None
-        self.known: int | None = None
-        self.uncertain_since: int | None = 0
-        self.incomplete: list[tuple[int, int]] = []  # stretches where ACLs unknown to us may have been live
-        self.seq = 0
+        self.last_seen: dict[str, int] = {}
+        self.prev_snapshot = -1
+        self.stray_remove = -1  # the last remove, since the previous snapshot, of an id created in a hole
+        self.incomplete: list[tuple[int, int]] = []
 
     # -- helpers
     def _event(self, offset: int, time: int | None, acl_id: str, change: Change, cause: Cause,
                binding: AclBinding, record_offset: int | None, offset_min: int) -> None:
-        self.seq += 1
         self.events.append(
-            AclEvent(offset, time, acl_id, change, cause, binding, record_offset, offset_min, offset_min == offset,
-                     self.seq)
+            AclEvent(offset, time, acl_id, change, cause, binding, record_offset, offset_min, offset_min == offset)
         )
 
-    def _create(self, acl_id: str, binding: AclBinding, offset: int, time: int | None, cause: Cause,
-                record_offset: int | None, offset_min: int | None = None) -> None:
-        lo = offset if offset_min is None else offset_min
-        self.live[acl_id] = AclLifetime(acl_id, binding, offset, lo, time, cause)
-        self._event(offset, time, acl_id, Change.CREATE, cause, binding, record_offset, lo)
+    def _create(self, acl_id: str, binding: AclBinding, offset: int, offset_min: int, time: int | None,
+                cause: Cause, record_offset: int | None) -> None:
+        self.live[acl_id] = AclLifetime(acl_id, binding, offset, offset_min, time, cause)
+        self._event(offset, time, acl_id, Change.CREATE, cause, binding, record_offset, offset_min)
 
-    def _remove(self, acl_id: str, offset: int, time: int | None, cause: Cause, record_offset: int | None,
-                offset_min: int | None = None) -> None:
+    def _remove(self, acl_id: str, offset: int, offset_min: int, time: int | None, cause: Cause,
+                record_offset: int | None) -> None:
         life = self.live.pop(acl_id)
-        lo = offset if offset_min is None else offset_min
         life.valid_to_offset = offset
-        life.valid_to_min_offset = lo
+        life.valid_to_min_offset = offset_min
         life.valid_to_time = time
         life.ended_by = cause
         self.done.append(life)
-        self._event(offset, time, acl_id, Change.REMOVE, cause, life.binding, record_offset, lo)
-
-    def _note_hole(self, first_missing: int, resume: int) -> None:
-        """Offsets first_missing..resume-1 are in no dump and no snapshot bridges them."""
-        if self.uncertain_since is None:
-            self.uncertain_since = first_missing
-        for life in self.live.values():
-            if life.valid_to_min_offset is None:
-                life.valid_to_min_offset = first_missing  # may have been removed in the hole
-        known = "nothing before it is known" if self.known is None else "no snapshot bridges it"
-        self.anomalies.append(
-            Problem(ProblemKind.GAP,
-                    f"offsets {first_missing}..{resume - 1} are missing and {known}: ACLs may have been created or "
-                    "removed there; answers from there on are marked uncertain until a snapshot bridges it",
-                    None, None, first_missing)
-        )
+        self._event(offset, time, acl_id, Change.REMOVE, cause, life.binding, record_offset, offset_min)
 
     # -- log records
-    def enter_range(self, start: int, end: int) -> None:
-        """Offsets start..end are all known from the log (they arrive before the records inside them)."""
-        expected = 0 if self.known is None else self.known + 1
-        if start > expected:
-            self._note_hole(expected, start)
-        elif self.known is None:
-            self.uncertain_since = None  # the log starts at offset 0: nothing before it
-        self.known = end if self.known is None else max(self.known, end)
-
-    def apply(self, entry: LogEntry) -> None:
-        record = entry.record
-        if record is None:
-            return
-        key = record.api_key
-        if key == TXN_BEGIN:
-            if self.txn is not None and self.txn_begin is not None:
-                self.anomalies.append(
-                    Problem(ProblemKind.NESTED_BEGIN,
-                            f"BeginTransaction inside the transaction begun at offset {self.txn_begin.offset}; "
-                            "ignored, the open transaction continues", entry.source, entry.position, entry.offset)
-                )
-                return
-            self.txn, self.txn_begin = [], entry
-        elif key == TXN_END:
-            if self.txn is None:
-                self.anomalies.append(Problem(ProblemKind.END_WITHOUT_BEGIN, "EndTransaction without Begin; ignored",
-                                              entry.source, entry.position, entry.offset))
-                return
-            held, self.txn, self.txn_begin = self.txn, None, None
-            for h in held:
-                self._apply_acl(h, entry.offset, entry.time, Cause.TRANSACTION)
-        elif key == TXN_ABORT:
-            if self.txn is None:
-                self.anomalies.append(
-                    Problem(ProblemKind.ABORT_WITHOUT_BEGIN, "AbortTransaction without Begin; ignored",
-                            entry.source, entry.position, entry.offset))
-                return
-            self.txn, self.txn_begin = None, None
-        elif self.txn is not None:
-            self.txn.append(entry)
-        else:
-            self._apply_acl(entry, entry.offset, entry.time, Cause.RECORD)
-
-    def _apply_acl(self, entry: LogEntry, offset: int, time: int, cause: Cause) -> None:
+    def apply(self, change: Visible) -> None:
+        entry, offset, time, cause = change.entry, change.offset, change.time, change.cause
         record = entry.record
         assert record is not None and record.data is not None
         acl_id = _acl_id(record)
+        seen_before = acl_id in self.last_seen
+        self.last_seen[acl_id] = offset
         if record.api_key == ACL_ENTRY:
             binding = AclBinding.from_record_data(record.data)
             current = self.live.get(acl_id)
-            if current is not None:
-                same = current.binding == binding
-                self.anomalies.append(
-                    Problem(ProblemKind.DUPLICATE_ID,
-                            f"ACL id {acl_id} created again while live ({'same' if same else 'different'} content); "
-                            "the new record replaces it", entry.source, entry.position, entry.offset)
-                )
-                if same:
-                    return
-                self._remove(acl_id, offset, time, Cause.REPLACE, entry.offset)
-                self._create(acl_id, binding, offset, time, Cause.REPLACE, entry.offset)
+            if current is None:
+                self._create(acl_id, binding, offset, offset, time, cause, entry.offset)
                 return
-            self._create(acl_id, binding, offset, time, cause, entry.offset)
+            same = current.binding == binding
+            self.anomalies.append(
+                Problem(ProblemKind.DUPLICATE_ID,
+                        f"ACL id {acl_id} created again while live ({'same' if same else 'different'} content); "
+                        "the new record replaces it", entry.source, entry.position, entry.offset)
+            )
+            if not same:
+                self._remove(acl_id, offset, offset, time, Cause.REPLACE, entry.offset)
+                self._create(acl_id, binding, offset, offset, time, Cause.REPLACE, entry.offset)
         elif acl_id in self.live:
-            self._remove(acl_id, offset, time, cause, entry.offset)  # an exact remove clears any hole mark
+            self._remove(acl_id, offset, offset, time, cause, entry.offset)
         else:
-            hint = "" if self.uncertain_since is None else " (it may have been created in an earlier hole)"
+            # An id nobody recorded can only have been created in a hole since the previous snapshot (it would be
+            # in that snapshot otherwise): some ACL we do not know was live until here.
+            from_hole = not seen_before and self.runs.unknown_min(self.prev_snapshot, offset - 1) is not None
+            if from_hole:
+                self.stray_remove = max(self.stray_remove, offset)
+            hint = " (it was created in an earlier hole, so the history before it is incomplete)" if from_hole else ""
             self.anomalies.append(
                 Problem(ProblemKind.UNKNOWN_REMOVE,
                         f"RemoveAccessControlEntry for unknown ACL id {acl_id}; ignored{hint}",
@@ -556,54 +718,81 @@ class ReplayState:
             )
 
     # -- snapshots
-    def load_snapshot(self, snap: SnapshotImage) -> None:
-        """Make the state exactly the snapshot's ACLs at its last contained offset, in one step."""
-        at = snap.end_offset - 1
-        expected = 0 if self.known is None else self.known + 1
-        if at >= expected and self.uncertain_since is None:
-            self.uncertain_since = expected  # the log stops before the snapshot's last offset
-        lo = self.uncertain_since  # None: the log reaches `at` with nothing unknown before
-        if lo is None:
-            current = {k: v.binding for k, v in self.live.items()}
-            if current != snap.acls:
-                only_snap = sorted(set(snap.acls) - set(current))
-                only_log = sorted(set(current) - set(snap.acls))
-                changed = sorted(k for k in set(current) & set(snap.acls) if current[k] != snap.acls[k])
-                self.anomalies.append(
-                    Problem(ProblemKind.SNAPSHOT_MISMATCH,
-                            f"snapshot {snap.end_offset}-{snap.epoch} disagrees with the log before it: "
-                            f"{len(only_snap)} ACL(s) only in the snapshot {only_snap[:5]}, {len(only_log)} only in "
-                            f"the log {only_log[:5]}, {len(changed)} with other content {changed[:5]}; "
-                            "the snapshot is loaded", snap.source, None, at)
-                )
-        for acl_id in sorted(self.live):
-            life = self.live[acl_id]
-            if acl_id not in snap.acls or snap.acls[acl_id] != life.binding:
-                start = life.valid_to_min_offset if life.valid_to_min_offset is not None else lo
-                self._remove(acl_id, at, snap.time, Cause.SNAPSHOT_LOAD, None, start)
-            else:
-                life.valid_to_min_offset = None  # in the snapshot: ids are never reused, so it lived throughout
-        for acl_id in sorted(snap.acls):
-            if acl_id not in self.live:
-                self._create(acl_id, snap.acls[acl_id], at, snap.time, Cause.SNAPSHOT_LOAD, None, lo)
-        if lo is not None and lo < at:
-            self.incomplete.append((lo, at - 1))
-        self.uncertain_since = None
-        self.known = at if self.known is None else max(self.known, at)
+    def _window(self, acl_id: str, snap: SnapshotImage) -> tuple[int, int, int | None, bool]:
+        """Where a change the snapshot reveals happened: (offset_min, offset, time, contradicts_log).
 
-    def finish(self) -> None:
-        if self.uncertain_since is not None and self.known is not None and self.known >= self.uncertain_since:
-            self.incomplete.append((self.uncertain_since, self.known))
-        if self.txn is not None and self.txn_begin is not None:
+        See the module docstring: the change lies in the offsets after `p` up to the snapshot that no dump holds;
+        when there are none, the log contradicts the snapshot and the change is placed at the snapshot itself.
+        """
+        q = snap.at
+        p = max(self.last_seen.get(acl_id, -1), self.prev_snapshot)
+        lo, hi = self.runs.unknown_min(p, q), self.runs.unknown_max(p, q)
+        ends = self.spanning_ends[bisect.bisect_right(self.spanning_ends, p):bisect.bisect_right(self.spanning_ends, q)]
+        if ends:  # an End that closed a transaction spanning a hole may have made it visible
+            lo = ends[0] if lo is None else min(lo, ends[0])
+            hi = ends[-1] if hi is None else max(hi, ends[-1])
+        if lo is None or hi is None:
+            return q, q, snap.time, True
+        return lo, hi, snap.time if hi == q else None, False
+
+    def load_snapshot(self, snap: SnapshotImage) -> None:
+        """Make the state exactly the snapshot's ACLs at its last contained offset, in one step (rule 4)."""
+        q = snap.at
+        only_snap: list[str] = []
+        only_log: list[str] = []
+        changed: list[str] = []
+        touched: list[str] = []
+        for acl_id in sorted(self.live):
+            wanted = snap.acls.get(acl_id)
+            if wanted == self.live[acl_id].binding:
+                continue
+            lo, hi, time, contradicts = self._window(acl_id, snap)
+            if contradicts:
+                (only_log if wanted is None else changed).append(acl_id)
+            self._remove(acl_id, hi, lo, time, Cause.SNAPSHOT_LOAD, None)
+            touched.append(acl_id)
+        for acl_id in sorted(snap.acls):
+            if acl_id in self.live:
+                continue
+            lo, hi, time, contradicts = self._window(acl_id, snap)
+            if contradicts and acl_id not in changed:
+                only_snap.append(acl_id)
+            self._create(acl_id, snap.acls[acl_id], hi, lo, time, Cause.SNAPSHOT_LOAD, None)
+        if only_snap or only_log or changed:
             self.anomalies.append(
-                Problem(ProblemKind.PENDING_TRANSACTION,
-                        f"transaction begun at offset {self.txn_begin.offset} is still open at the end of the input; "
-                        f"its {len(self.txn)} held record(s) are invisible", self.txn_begin.source,
-                        self.txn_begin.position, self.txn_begin.offset)
+                Problem(ProblemKind.SNAPSHOT_MISMATCH,
+                        mismatch_message(snap.end_offset, snap.epoch, only_snap, only_log, changed),
+                        snap.source, None, q)
             )
+        for acl_id in [*touched, *snap.acls]:
+            self.last_seen[acl_id] = q
+        # ACLs nobody recorded: created at an unknown offset since the previous snapshot, gone before this one
+        first = self.runs.unknown_min(self.prev_snapshot, q)
+        if first is not None:
+            end = max(self.runs.unknown_max(self.prev_snapshot, q) or first, self.stray_remove)
+            if end - 1 >= first:
+                self.incomplete.append((first, end - 1))
+        self.stray_remove = -1
+        self.prev_snapshot = q
+
+    def finish(self, last_offset: int) -> None:
+        """End of known history at `last_offset`: trailing holes, and lifetimes that may have ended in them."""
+        lo = self.runs.unknown_min(self.prev_snapshot, last_offset)
+        if lo is not None:
+            self.incomplete.append((lo, last_offset))  # no later snapshot bounds an ACL created in a trailing hole
+        for acl_id, life in self.live.items():
+            life.valid_to_min_offset = self.runs.unknown_min(self.last_seen[acl_id], last_offset)
 
     def lifetimes(self) -> list[AclLifetime]:
         return sorted([*self.done, *self.live.values()], key=lambda life: (life.valid_from_offset, life.acl_id))
+
+
+def mismatch_message(end_offset: int, epoch: int, only_snap: list[str], only_log: list[str],
+                     changed: list[str]) -> str:
+    """The text of a `snapshot_mismatch` (the Spark replay writes the same text)."""
+    return (f"snapshot {end_offset}-{epoch} disagrees with the log before it: {len(only_snap)} ACL(s) only in the "
+            f"snapshot {sorted(only_snap)[:5]}, {len(only_log)} only in the log {sorted(only_log)[:5]}, "
+            f"{len(changed)} with other content {sorted(changed)[:5]}; the snapshot is loaded")
 
 
 def iter_state_changes(result: ReplayResult) -> Iterator[tuple[int, AclEvent]]:

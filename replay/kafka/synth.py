@@ -10,6 +10,7 @@ holes, and a divergent copy for overlap tests.
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import random
 from collections.abc import Iterator
@@ -137,6 +138,108 @@ def generate(seed: int, n_batches: int = 60, max_batch: int = 6, start_time: int
                 records.append(SynthRecord(20, {}))
         log.append(records, epoch, time)
     return log
+
+
+def log_from_steps(steps: list[tuple[object, ...]], seed: int = 0, valid: bool = False) -> SynthLog:
+    """A log from a list of steps (what property tests draw), in the vocabulary of `generate`.
+
+    Steps: `("create", n)` (binding from seed n), `("delete", k)` (the k-th live id, modulo), `("dup", k, other)`
+    (re-create the k-th live id, with other content if `other`), `("stray_remove", reuse)` (remove a removed id, or
+    an id never seen), `("begin",)`, `("end",)`, `("abort",)`, `("noop",)`, `("new_batch",)`, `("new_leader",)`.
+    `valid`: only what Kafka's controller writes (no duplicate ids, no removes of unknown ids, transactions opened
+    and closed in turn); other steps are skipped.
+    """
+    rng = random.Random(seed)
+    log = SynthLog()
+    epoch, time = 1, 1_700_000_000_000
+    live: list[str] = []
+    gone: list[str] = []
+    content: dict[str, AclBinding] = {}
+    batch: list[SynthRecord] = []
+    open_txn = False
+
+    def flush() -> None:
+        nonlocal batch, time
+        if batch:
+            time += 1000
+            log.append(batch, epoch, time)
+            batch = []
+
+    for step in steps:
+        kind = step[0]
+        if kind == "create":
+            acl_id = new_acl_id(rng)
+            content[acl_id] = random_binding(random.Random(int(step[1])))  # type: ignore[call-overload]
+            live.append(acl_id)
+            batch.append(_acl(acl_id, content[acl_id]))
+        elif kind == "delete" and live:
+            acl_id = live.pop(int(step[1]) % len(live))  # type: ignore[call-overload]
+            gone.append(acl_id)
+            batch.append(SynthRecord(19, {"id": acl_id}))
+        elif kind in ("dup", "stray_remove") and valid:
+            continue
+        elif kind == "dup" and live:
+            acl_id = live[int(step[1]) % len(live)]  # type: ignore[call-overload]
+            if step[2]:
+                content[acl_id] = random_binding(rng)
+            batch.append(_acl(acl_id, content[acl_id]))
+        elif kind == "stray_remove":
+            batch.append(SynthRecord(19, {"id": gone[0] if step[1] and gone else new_acl_id(rng)}))
+        elif kind in ("begin", "end", "abort"):
+            if valid and open_txn == (kind == "begin"):
+                continue
+            open_txn = kind == "begin"
+            batch.append(SynthRecord({"begin": 23, "end": 24, "abort": 25}[str(kind)], {}))
+        elif kind == "noop":
+            batch.append(SynthRecord(20, {}))
+        elif kind == "new_batch":
+            flush()
+        elif kind == "new_leader":
+            flush()
+            epoch += 1
+            time += 1000
+            log.append([SynthRecord(LEADER_CHANGE_KEY, {"leaderId": 1, "voters": [{"voterId": 1}],
+                                                        "grantingVoters": [{"voterId": 1}]})], epoch, time,
+                       control=True)
+    flush()
+    return log
+
+
+def quiet_snapshot_ends(log: SynthLog, wanted: list[int]) -> tuple[int, ...]:
+    """Snapshot end offsets at or below `wanted` where no transaction is open, as Kafka takes them (from a
+    published image, never in the middle of a transaction)."""
+    in_txn: list[bool] = []  # after each offset
+    open_txn = False
+    for b in log.batches:
+        for r in b.records:
+            if r.api_key == 23:
+                open_txn = True
+            elif r.api_key in (24, 25):
+                open_txn = False
+            in_txn.append(open_txn)
+    ends = set()
+    for end in wanted:
+        end = min(end, len(in_txn))
+        while end > 0 and in_txn[end - 1]:
+            end -= 1
+        if end > 0:
+            ends.add(end)
+    return tuple(sorted(ends))
+
+
+def apply_retention(directory: str, log_start: int) -> list[str]:
+    """Kafka's retention: delete the segments that lie wholly below `log_start` (a snapshot's end offset); the
+    segment holding `log_start - 1` stays, as the active one always does. Returns the deleted paths."""
+    from . import files
+
+    part = os.path.join(directory, files.METADATA_PARTITION_DIR)
+    segments = sorted((int(n.split(".")[0]), os.path.join(part, n)) for n in os.listdir(part) if n.endswith(".log"))
+    deleted = []
+    for (_, path), (next_base, _) in itertools.pairwise(segments):
+        if next_base <= log_start:
+            os.remove(path)
+            deleted.append(path)
+    return deleted
 
 
 def generate_large(seed: int, n_acls: int, churn: float = 0.3, batch_size: int = 100,
@@ -268,10 +371,13 @@ __all__ = [
     "SynthBatch",
     "SynthLog",
     "SynthRecord",
+    "apply_retention",
     "divergent_copy",
     "generate",
     "generate_large",
+    "log_from_steps",
     "new_acl_id",
+    "quiet_snapshot_ends",
     "random_binding",
     "snapshot_acls",
     "write_dump",

@@ -43,10 +43,12 @@ accumulators, which reach the driver when a task ends), so a single large file s
 line per write. `progress=False` or `KRAFT_REPLAY_PROGRESS=0` silences it.
 
 Identity (what makes re-ingesting idempotent): a record is `(cluster_id, stream, snapshot_end_offset,
-snapshot_epoch, offset, content_hash)` where `stream` is `log`, `snapshot` or `bootstrap` and `content_hash` is the
-sha256 of offset, key and value. The same offset seen in two dumps with the same bytes is one row (the first seen
-keeps its file and position); different bytes at one offset are both kept (the replay resolves the divergence by
-leader epoch); a later dump with more offsets adds only those. A quarantine row is `(cluster_id, content_hash)`
+snapshot_epoch, offset, content_hash, leader_epoch, crc_ok)` where `stream` is `log`, `snapshot` or `bootstrap` and
+`content_hash` is the sha256 of offset, key and value; snapshot and bootstrap rows also carry their copy
+(`source_file`, `text_section`), because a snapshot is judged whole, copy by copy. The same log offset seen in two
+dumps with the same bytes, epoch and CRC state is one row (the first seen keeps its file and position); anything
+else at one offset is kept (the replay chooses by leader epoch, prefers a good CRC and a binary copy to dump-log
+text, and reports real divergences); a later dump with more offsets adds only those. A quarantine row is `(cluster_id, content_hash)`
 with the hash over the problem's kind, file name, position, offset and raw bytes (or message when there are none).
 
 Re-ingesting what the lake already holds inserts nothing, and Delta then writes **no commit at all** (an insert-only
@@ -104,8 +106,11 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 MAX_NAMED_FILES = 200  # files named in a commit's userMetadata (the count is always there)
 
 # The key of a metadata_records row (see the module docstring).
-RECORD_KEY = ("cluster_id", "stream", "snapshot_end_offset", "snapshot_epoch", "offset", "content_hash")
-_NULLABLE_KEY = ("snapshot_end_offset", "snapshot_epoch")
+RECORD_KEY = ("cluster_id", "stream", "snapshot_end_offset", "snapshot_epoch", "offset", "content_hash",
+              "leader_epoch", "crc_ok")
+_NULLABLE_KEY = ("snapshot_end_offset", "snapshot_epoch", "leader_epoch", "crc_ok")
+# Snapshot and bootstrap rows belong to one copy (a file, or a section of a dump-log text).
+_COPY_KEY = ("source_file", "text_section")
 
 log = logging.getLogger("replay.spark.ingest")
 
@@ -151,6 +156,7 @@ _DECODED_FIELDS: list[tuple[str, DataType]] = [
     ("content_hash", StringType()),
     ("kind", StringType()),
     ("message", StringType()),
+    ("line", IntegerType()),
     ("raw", BinaryType()),
     ("file_length", LongType()),
 ]
@@ -564,6 +570,7 @@ def _problem_row(p: Problem, base: dict[str, Any], file_name: str) -> dict[str, 
         offset=p.offset,
         kind=p.kind.value,
         message=p.message,
+        line=p.line,
         raw=p.raw,
         content_hash=problem_hash(p.kind.value, file_name, p.position, p.offset, p.raw, p.message),
     )
@@ -600,7 +607,9 @@ def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any
     if entry.is_piece:
         items = decode_piece(cast(BinaryIO, stream), entry)
     else:
-        items = batch_reader.read_batches(cast(BinaryIO, stream), entry.uri)
+        # a whole snapshot is checked for its header and footer here; a split one by the replay, from its rows
+        items = batch_reader.read_batches(cast(BinaryIO, stream), entry.uri,
+                                          snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value))
     position: int | None = entry.start
     try:
         for item in items:
@@ -809,14 +818,17 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
     """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`)."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
         buf = _RowBuffer()
         for arrow_batch in batches:
             paths = arrow_batch.column("path").to_pylist()
             contents = arrow_batch.column("content")
             for i, path in enumerate(paths):
                 entry = plan[path]
-                data = contents[i].as_py() or b""
-                yield from _emit(decode_file(entry, io.BytesIO(data)), buf)
+                data = contents[i].as_buffer()  # zero-copy: the file is not copied into a Python bytes again
+                reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
+                yield from _emit(decode_file(entry, cast(IO[bytes], reader)), buf)
                 if counters is not None:
                     counters[0].add(1)
                     counters[1].add(entry.length)
@@ -1035,7 +1047,10 @@ def records_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataFram
         "ingest_id": F.lit(ingest_id),
         "append_ts": F.timestamp_millis(F.col("append_time")),
     })
-    first = Window.partitionBy(*RECORD_KEY).orderBy("source_file", "file_position", "record_index")
+    copy = [F.when(F.col("stream") != "log", F.col(c)).alias("_copy_" + c) for c in _COPY_KEY]
+    first = Window.partitionBy(*RECORD_KEY, *[f"_copy_{c}" for c in _COPY_KEY]).orderBy(
+        "source_file", "file_position", "record_index")
+    rows = rows.select("*", *copy)
     return rows.withColumn("_n", F.row_number().over(first)).filter(F.col("_n") == 1).select(*cols)
 
 
@@ -1052,6 +1067,8 @@ def _record_condition(cluster: str) -> str:
     for col in RECORD_KEY[1:]:
         op = "<=>" if col in _NULLABLE_KEY else "="
         parts.append(f"t.`{col}` {op} s.`{col}`")
+    same_copy = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in _COPY_KEY)
+    parts.append(f"(s.stream = 'log' OR ({same_copy}))")
     return " AND ".join(parts)
 
 

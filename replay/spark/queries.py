@@ -120,12 +120,16 @@ def changes_between(lake: Any, cluster: str, start: int | None = None, end: int 
 
 
 def register_sql_functions(lake: Any) -> list[str]:
-    """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`.
+    """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`,
+    and `acl_coverage_at(cluster, offset)` / `acl_coverage_at_time(cluster, ts)`, which say how far the answer at
+    that moment can be trusted (one row: covered, complete, exact, and the numbers of certain and uncertain ACLs;
+    an empty `acl_state_at` inside a hole is "unknown", not "no ACLs").
 
     Spark 4 SQL table functions over this lake's tables; usable from `spark.sql` and notebooks.
     """
     spark = lake.spark
-    hist, times, events = (lake.table_ref(n) for n in ("acl_history", "offset_times", "acl_events"))
+    hist, times, events, cov = (lake.table_ref(n) for n in ("acl_history", "offset_times", "acl_events",
+                                                            "log_coverage"))
     cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
     sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)
     live = ("h.valid_from_offset <= {at} AND (h.valid_to_min_offset IS NULL OR {at} < h.valid_to_min_offset)")
@@ -152,4 +156,28 @@ def register_sql_functions(lake: Any) -> list[str]:
         f"acl_id STRING, change STRING, cause STRING, {cols}) RETURN SELECT e.offset, e.offset_min, e.exact, e.time, "
         f"e.acl_id, e.change, e.cause, {ev_cols} FROM {events} e WHERE e.cluster_id = cluster "
         "AND e.offset > from_offset AND e.offset <= to_offset")
-    return ["acl_state_at", "acl_state_at_time", "acl_changes_between"]
+    coverage_body = (
+        "WITH k AS (SELECT max(CASE WHEN c.kind IN ('log', 'snapshot') THEN 1 ELSE 0 END) AS known, "
+        "max(CASE WHEN c.kind = 'incomplete' THEN 1 ELSE 0 END) AS unsure FROM {cov} c{also} WHERE c.cluster_id = cluster "
+        "AND c.start_offset <= {at} AND c.end_offset >= {at}), "
+        "n AS (SELECT count_if({live}) AS certain, count_if(({maybe}) AND NOT ({live})) AS uncertain "
+        "FROM {hist} h{also} WHERE h.cluster_id = cluster) "
+        "SELECT {at} AS as_of_offset, coalesce(k.known, 0) = 1 AS covered, coalesce(k.unsure, 0) = 0 AS complete, "
+        "coalesce(k.known, 0) = 1 AND coalesce(k.unsure, 0) = 0 AND n.uncertain = 0 AS exact, "
+        "n.certain AS certain_acls, n.uncertain AS uncertain_acls FROM k, n{also}"
+    )
+    coverage_returns = ("as_of_offset BIGINT, covered BOOLEAN, complete BOOLEAN, exact BOOLEAN, certain_acls BIGINT, "
+                        "uncertain_acls BIGINT")
+
+    def coverage_sql(at: str, also: str = "") -> str:
+        return coverage_body.format(cov=cov, hist=hist, at=at, also=also, live=live.format(at=at),
+                                    maybe=maybe.format(at=at))
+
+    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_coverage_at(cluster STRING, at_offset BIGINT) "
+              f"RETURNS TABLE ({coverage_returns}) RETURN {coverage_sql('at_offset')}")
+    at_time = (f"WITH a AS (SELECT max(t.offset) AS at FROM {times} t WHERE t.cluster_id = cluster "
+               "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)), ")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_coverage_at_time(cluster STRING, ts TIMESTAMP) "
+              f"RETURNS TABLE ({coverage_returns}) RETURN "
+              + at_time + coverage_sql("a.at", ", a").replace("WITH k AS", "k AS", 1))
+    return ["acl_state_at", "acl_state_at_time", "acl_changes_between", "acl_coverage_at", "acl_coverage_at_time"]

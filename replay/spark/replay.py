@@ -1,32 +1,47 @@
-"""Replay in Spark: `metadata_records` -> `acl_events`, `acl_history`, `log_coverage`, `anomalies`, `offset_times`.
+"""Replay in Spark: `metadata_records` and `quarantine` -> `acl_events`, `acl_history`, `log_coverage`,
+`anomalies`, `offset_times`.
 
-Set-wise parts are Spark operations over offsets: choosing one copy per offset (highest leader epoch), dropping
-truncated suffixes (a running maximum of the epoch), coverage as gaps and islands, snapshot completeness and
-the winning copy per snapshot, the time index. What is inherently sequential (transactions, atomic snapshot
-loads, lifetimes with exact or uncertain bounds) runs on the executors as one ordered stream per cluster:
-`mapInArrow` over a partition sorted by offset feeds `replay.kafka.replayer.ReplayState`, the same state machine
-as the reference replayer, and emits rows as it goes. Only the ACL, transaction and snapshot rows and one row per
-coverage range enter that stream; nothing is collected to the driver.
+Every rule of DESIGN.md §3 is a Spark operation over offsets: window functions and joins, no per-cluster Python
+loop. The reference replayer (`replay.kafka.replayer`) states the same rules one record at a time; it is not used
+here, and the tests hold the two to each other. The steps:
 
-A cluster's history is recomputed from its bronze rows on every run (new dumps can add snapshots or copies that
-change earlier answers), and written with one commit per table that replaces that cluster's rows only.
+1. **Copies** (rule 6): one record per offset. Copies with one leader epoch are one record (a binary copy before a
+   dump-log text one); the highest epoch wins; a running maximum of the epoch drops truncated suffixes.
+2. **Runs and gaps**: the log offsets as maximal runs (gaps and islands), and the offsets in no dump.
+3. **Snapshots** (rule 4): a copy loads only when it decoded cleanly (header first, footer, CRCs, nothing
+   quarantined inside it); the highest epoch wins per end offset.
+4. **Transactions** (rule 2): over the ACL and transaction records in offset order, the previous Begin/End/Abort
+   says whether a record is held, and the next End or Abort decides its fate (visible at End, dropped at Abort,
+   pending when none follows).
+5. **Observations** (rules 3–5): per ACL id, its visible records and its presence in each snapshot, plus an absence
+   at the first snapshot that lacks a live id. The state after an observation depends on that observation alone,
+   so every transition (create, duplicate, replace, remove, unknown remove, snapshot load) is a function of an
+   observation and its predecessor (`lag`). A change only a snapshot shows happened in the offsets in no dump
+   between the id's previous observation and the snapshot (a range join with the gaps); none there means the log
+   contradicts the snapshot (`snapshot_mismatch`).
+6. **Events and lifetimes**: events are numbered in application order; a lifetime pairs a create with the next
+   remove of its id (`lead`).
+7. **Completeness, coverage, anomalies**: where ACLs nobody recorded could have been live, per stretch between
+   snapshots; log, snapshot-only and missing ranges; every finding, decoder problems from `quarantine` included.
+
+A cluster's history is recomputed from its bronze rows on every run (a new dump can add snapshots or copies that
+change earlier answers) and written with one commit per table that replaces that cluster's rows only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import logging
+import time
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from replay.kafka.acl import AclBinding
-from replay.kafka.model import Problem, ProblemKind, Record
-from replay.kafka.replayer import AclEvent, AclLifetime, LogEntry, ReplayState, SnapshotImage
+from replay.kafka.model import NOTICE_KINDS, ProblemKind
 
-_RELEVANT = [18, 19, 23, 24, 25]
+ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT = 18, 19, 23, 24, 25
 _ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
                "permission_type"]
 
@@ -38,7 +53,7 @@ EVENTS_SCHEMA = T.StructType([
     T.StructField("offset", T.LongType(), False),  # where the change became visible
     T.StructField("offset_min", T.LongType(), False),  # == offset when exact; else it happened in [min, offset]
     T.StructField("exact", T.BooleanType(), False),
-    T.StructField("seq", T.LongType(), False),  # order among the events of one replay
+    T.StructField("seq", T.LongType(), False),  # 1-based order of application within the cluster
     T.StructField("time", T.LongType()),
     T.StructField("acl_id", T.StringType(), False),
     T.StructField("change", T.StringType(), False),  # CREATE | REMOVE
@@ -86,80 +101,90 @@ OFFSET_TIMES_SCHEMA = T.StructType([
     T.StructField("time", T.LongType(), False),
 ])
 
-# The stream one executor task replays, sorted by (cluster_id, ord, kind, acl_id).
-_STREAM_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType()),
-    T.StructField("ord", T.LongType()),
-    T.StructField("kind", T.IntegerType()),  # 0 log range start, 1 record, 2 snapshot
-    T.StructField("range_end", T.LongType()),
-    T.StructField("api_key", T.IntegerType()),
-    T.StructField("acl_id", T.StringType()),
-    *ACL_COLUMNS,
-    T.StructField("time", T.LongType()),
-    T.StructField("source_file", T.StringType()),
-    T.StructField("file_position", T.LongType()),
-    T.StructField("epoch", T.IntegerType()),
-    T.StructField("snap_end", T.LongType()),
-    T.StructField("snap_time", T.LongType()),
-    T.StructField("is_marker", T.BooleanType()),  # the one row every snapshot has, even without ACLs
-])
+REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
+                  "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
 
-_OUT_SCHEMA = T.StructType([
-    T.StructField("out", T.StringType()),  # event | history | anomaly | incomplete
-    *[T.StructField(f.name, f.dataType) for f in EVENTS_SCHEMA.fields if f.name not in ("cluster_id",)],
-    T.StructField("cluster_id", T.StringType()),
-    *[T.StructField(f.name, f.dataType) for f in HISTORY_SCHEMA.fields if f.name not in
-      {"cluster_id", "acl_id", *_ACL_FIELDS}],
-    T.StructField("kind", T.StringType()),
-    T.StructField("source_file", T.StringType()),
-    T.StructField("file_position", T.LongType()),
-    T.StructField("message", T.StringType()),
-    T.StructField("range_start", T.LongType()),
-    T.StructField("range_stop", T.LongType()),
-])
+log = logging.getLogger("replay.spark.replay")
+
+# The bronze columns the replay reads (payload_json is kept for snapshot headers only: their time).
+_BRONZE_COLUMNS = ["cluster_id", "stream", "source_kind", "source_file", "text_section", "snapshot_end_offset",
+                   "snapshot_epoch", "file_position", "batch_base_offset", "batch_last_offset", "offset",
+                   "record_index", "leader_epoch", "append_time", "crc_ok", "is_control", "api_key", "record_type",
+                   "decode_error", "content_hash", "acl_id", *_ACL_FIELDS]
+
+_UNBOUNDED = Window.unboundedPreceding
+_FOLLOWING = Window.unboundedFollowing
 
 
-def _is_log(df: DataFrame) -> Column:
-    return df.snapshot_end_offset.isNull() & (df.source_kind != "bootstrap")
+def _anomaly(df: DataFrame, kind: ProblemKind, offset: Column | str, source_file: Column | str | None,
+             position: Column | str | None, message: Column) -> DataFrame:
+    def col(c: Column | str | None, dtype: str) -> Column:
+        if c is None:
+            return F.lit(None).cast(dtype)
+        return (F.col(c) if isinstance(c, str) else c).cast(dtype)
+
+    return df.select("cluster_id", F.lit(kind.value).alias("kind"), col(offset, "long").alias("offset"),
+                     col(source_file, "string").alias("source_file"),
+                     col(position, "long").alias("file_position"), message.alias("message"))
 
 
+def _binding_key(prefix: str = "") -> Column:
+    """The ACL's seven fields as one comparable value (null fields kept distinct from empty ones)."""
+    return F.concat_ws("\u0001", *[F.coalesce(F.col(prefix + c), F.lit("\u0000")) for c in _ACL_FIELDS])
+
+
+def _py_list(ids: Column) -> Column:
+    """Up to five sorted ids rendered like a Python list (`['a', 'b']`), as the reference's messages are."""
+    quoted = F.transform(F.slice(F.array_sort(ids), 1, 5), lambda x: F.concat(F.lit("'"), x, F.lit("'")))
+    return F.concat(F.lit("["), F.array_join(quoted, ", "), F.lit("]"))
+
+
+# ---- 1. copies -------------------------------------------------------------------------------------------------
 def resolve_log(records: DataFrame, high_watermark: int | None = None) -> tuple[DataFrame, DataFrame]:
-    """One copy per offset (highest epoch, then first source), truncated suffixes dropped.
-
-    Returns (resolved rows, divergence and bad-batch anomalies).
-    """
-    log = records.where(_is_log(records))
+    """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies)."""
+    log = records.where(F.col("stream") == "log")
     if high_watermark is not None:
         log = log.where(F.col("offset") < high_watermark)
     bad = (log.where(~F.col("crc_ok"))
-           .groupBy("cluster_id", "source_file", "file_position").agg(F.min("batch_base_offset").alias("offset"))
-           .select("cluster_id", F.lit(ProblemKind.SKIPPED_BAD_BATCH.value).alias("kind"), "offset", "source_file",
-                   "file_position",
-                   F.lit("batch with a bad CRC is not applied (Kafka's recovery truncates the log there)")
-                   .alias("message")))
-    good = log.where(F.col("crc_ok"))
-    # the preferred copy of each distinct content at an offset, then the preferred content
-    pref = [F.col("leader_epoch").desc(), F.col("source_file").asc(), F.col("file_position").asc()]
-    by_content = Window.partitionBy("cluster_id", "offset", "content_hash").orderBy(*pref)
-    copies = good.withColumn("_r", F.row_number().over(by_content)).where("_r = 1").drop("_r")
-    by_offset = Window.partitionBy("cluster_id", "offset").orderBy(*pref)
-    ranked = copies.withColumn("_rank", F.row_number().over(by_offset))
-    winners = ranked.where("_rank = 1").drop("_rank")
-    losers = ranked.where("_rank > 1").select(
-        "cluster_id", F.lit(ProblemKind.DIVERGENCE.value).alias("kind"), "offset", "source_file", "file_position",
-        F.lit("two different records at one offset: the copy with the higher leader epoch wins").alias("message"))
-    running = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
-    marked = winners.withColumn("_prev_max", F.coalesce(F.max("leader_epoch").over(running), F.lit(-1)))
-    truncated = marked.where(F.col("leader_epoch") < F.col("_prev_max")).select(
-        "cluster_id", F.lit(ProblemKind.DIVERGENCE.value).alias("kind"), "offset", "source_file", "file_position",
-        F.lit("record with an epoch below an earlier record's: part of a truncated uncommitted suffix")
-        .alias("message"))
+           .groupBy("cluster_id", "source_file", "file_position").agg(F.min("batch_base_offset").alias("offset")))
+    anomalies = _anomaly(bad, ProblemKind.SKIPPED_BAD_BATCH, "offset", "source_file", "file_position",
+                         F.lit("batch with a bad CRC is not applied (Kafka's recovery truncates the log there)"))
+    good = log.where(F.col("crc_ok")).withColumn("is_text", F.col("source_kind") == "dump_log_text")
+    pref = [F.col("is_text").asc(), F.col("source_file").asc(), F.col("file_position").asc()]
+    same_record = Window.partitionBy("cluster_id", "offset", "leader_epoch", "content_hash").orderBy(*pref)
+    copies = good.withColumn("_r", F.row_number().over(same_record)).where("_r = 1").drop("_r")
+    by_offset = Window.partitionBy("cluster_id", "offset").orderBy(F.col("leader_epoch").desc(), *pref)
+    ranked = copies.select(
+        "*", F.row_number().over(by_offset).alias("_rank"), F.first("leader_epoch").over(by_offset).alias("_w_epoch"),
+        F.first("is_text").over(by_offset).alias("_w_text"), F.first("source_file").over(by_offset).alias("_w_src"))
+    losers = ranked.where("_rank > 1")
+    older = losers.where(F.col("leader_epoch") != F.col("_w_epoch"))
+    anomalies = anomalies.unionByName(_anomaly(
+        older, ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
+        F.format_string("two different records at offset %d: epoch %d from %s wins over epoch %d from %s "
+                        "(a truncated uncommitted suffix)", "offset", "_w_epoch", "_w_src", "leader_epoch",
+                        "source_file")))
+    damaged = losers.where((F.col("leader_epoch") == F.col("_w_epoch")) & (F.col("is_text") == F.col("_w_text")))
+    anomalies = anomalies.unionByName(_anomaly(
+        damaged, ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
+        F.format_string("two different records at offset %d: two copies with epoch %d differ (%s is used, %s is "
+                        "not): the same epoch means the same record, so one copy is damaged", "offset", "_w_epoch",
+                        "_w_src", "source_file")))
+    winners = ranked.where("_rank = 1").drop("_rank", "_w_epoch", "_w_text", "_w_src")
+    before = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(_UNBOUNDED, -1)
+    marked = winners.withColumn("_prev_max", F.coalesce(F.max("leader_epoch").over(before), F.lit(-1)))
+    anomalies = anomalies.unionByName(_anomaly(
+        marked.where(F.col("leader_epoch") < F.col("_prev_max")), ProblemKind.DIVERGENCE, "offset", "source_file",
+        "file_position",
+        F.format_string("record at offset %d has epoch %d below epoch %d of an earlier record: part of a truncated "
+                        "uncommitted suffix, not applied", "offset", "leader_epoch", "_prev_max")))
     resolved = marked.where(F.col("leader_epoch") >= F.col("_prev_max")).drop("_prev_max")
-    return resolved, bad.unionByName(losers).unionByName(truncated)
+    return resolved, anomalies
 
 
+# ---- 2. runs and gaps ------------------------------------------------------------------------------------------
 def log_ranges(resolved: DataFrame) -> DataFrame:
-    """Gaps and islands: maximal runs of consecutive offsets, one row each."""
+    """Gaps and islands: maximal runs of consecutive offsets, one row each (start_offset, end_offset)."""
     offsets = resolved.select("cluster_id", "offset").distinct()
     w = Window.partitionBy("cluster_id").orderBy("offset")
     return (offsets.withColumn("_g", F.col("offset") - F.row_number().over(w))
@@ -167,293 +192,507 @@ def log_ranges(resolved: DataFrame) -> DataFrame:
             .drop("_g"))
 
 
-def snapshots(records: DataFrame, high_watermark: int | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """Complete snapshot copies, the winning copy per end offset, and snapshot anomalies.
+def unknown_gaps(ranges: DataFrame, last: DataFrame) -> DataFrame:
+    """The offsets of [0, last] that no log record covers, as (cluster_id, gap_start, gap_end) stretches.
 
-    Returns (winners: cluster_id, source_file, snap_end, epoch, snap_time), (ACL rows of the winners), anomalies.
+    `last` holds each cluster's last known offset (`last_offset`). Snapshot points are in these gaps: a snapshot
+    tells the state there, not which record sits there.
     """
-    snap = records.where(F.col("snapshot_end_offset").isNotNull() & (F.col("snapshot_end_offset") > 0))
+    w = Window.partitionBy("cluster_id").orderBy("start_offset")
+    between = (ranges.withColumn("_prev_end", F.lag("end_offset").over(w))
+               .select("cluster_id", (F.coalesce(F.col("_prev_end"), F.lit(-1)) + 1).alias("gap_start"),
+                       (F.col("start_offset") - 1).alias("gap_end")))
+    tail = (last.join(ranges.groupBy("cluster_id").agg(F.max("end_offset").alias("_log_end")), "cluster_id", "left")
+            .select("cluster_id", (F.coalesce(F.col("_log_end"), F.lit(-1)) + 1).alias("gap_start"),
+                    F.col("last_offset").alias("gap_end")))
+    return between.unionByName(tail).where(F.col("gap_start") <= F.col("gap_end"))
+
+
+def unknown_bounds(pairs: DataFrame, gaps: DataFrame) -> DataFrame:
+    """For each distinct (cluster_id, _p, _q): the least and greatest offset in (_p, _q] in no dump (or null)."""
+    d = pairs.select("cluster_id", "_p", "_q").distinct()
+    g = gaps.select(F.col("cluster_id").alias("_gc"), F.col("gap_start").alias("_gs"), F.col("gap_end").alias("_ge"))
+    c = F.col
+    j = d.join(g, (c("cluster_id") == c("_gc")) & (c("_ge") > c("_p")) & (c("_gs") <= c("_q")), "left")
+    return j.groupBy("cluster_id", "_p", "_q").agg(
+        F.min(F.when(c("_gs").isNotNull(), F.greatest(c("_gs"), c("_p") + 1))).alias("_wmin"),
+        F.max(F.when(c("_ge").isNotNull(), F.least(c("_ge"), c("_q")))).alias("_wmax"))
+
+
+# ---- 3. snapshots ----------------------------------------------------------------------------------------------
+_COPY = ["cluster_id", "copy"]  # a snapshot copy: one file, or one section of a dump-log text
+
+
+def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None
+              ) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The loaded snapshots, their ACL rows, and the snapshot anomalies. A copy with any problem inside it (a
+    quarantined finding other than a notice, a bad CRC, no header first, no footer) is not loaded.
+
+    Returns (snaps: cluster_id, copy, idx, q, snap_end, epoch, snap_time, source_file — numbered from 1 by end
+    offset), (ACL rows of the loaded copies: cluster_id, idx, acl_id, ACL fields), anomalies.
+    """
+    snap = (records.where((F.col("stream") == "snapshot") & (F.col("snapshot_end_offset") > 0))
+            .withColumnRenamed("snapshot_end_offset", "snap_end").withColumnRenamed("snapshot_epoch", "epoch")
+            .withColumn("copy", F.concat_ws("\u0000", "source_file", F.coalesce("text_section", F.lit("")),
+                                            F.col("snap_end").cast("string"), F.col("epoch").cast("string"))))
     if high_watermark is not None:
-        snap = snap.where(F.col("snapshot_end_offset") <= high_watermark)
-    first = Window.partitionBy("cluster_id", "source_file").orderBy("offset")
-    per_file = (snap.withColumn("_first", F.row_number().over(first) == 1)
-                .groupBy("cluster_id", "source_file", F.col("snapshot_end_offset").alias("snap_end"),
-                         F.col("snapshot_epoch").alias("epoch"))
-                .agg(F.max(F.when(F.col("_first") & (F.col("record_type") == "SNAPSHOT_HEADER"), True)
-                           .otherwise(False)).alias("has_header"),
+        snap = snap.where(F.col("snap_end") <= high_watermark)
+    first = Window.partitionBy(*_COPY).orderBy("file_position", "record_index", "offset")
+    header = F.col("record_type") == "SNAPSHOT_HEADER"
+    header_time = F.get_json_object("payload_json", "$.lastContainedLogTimestamp").cast("long")
+    per_copy = (snap.withColumn("_first", F.row_number().over(first) == 1)
+                .groupBy(*_COPY, "source_file", "text_section", "snap_end", "epoch")
+                .agg(F.max(F.col("_first") & header).alias("has_header"),
                      F.max(F.col("record_type") == "SNAPSHOT_FOOTER").alias("has_footer"),
                      F.min("crc_ok").alias("crc_ok"),
-                     F.max(F.when(F.col("record_type") == "SNAPSHOT_HEADER",
-                                  F.get_json_object("payload_json", "$.lastContainedLogTimestamp").cast("long")))
-                     .alias("snap_time")))
+                     F.max(F.when(F.col("_first") & header, header_time)).alias("_t")))
+    per_copy = per_copy.withColumn("snap_time", F.when(F.col("_t") != 0, F.col("_t"))).drop("_t")
+    q = quarantine.where(~F.col("kind").isin(*sorted(k.value for k in NOTICE_KINDS))).select(
+        F.col("cluster_id").alias("_qc"), F.col("source_file").alias("_qf"), F.col("text_section").alias("_qs"),
+        "kind")
+    found = (per_copy.join(q, (per_copy.cluster_id == q._qc) & (per_copy.source_file == q._qf)
+                           & per_copy.text_section.eqNullSafe(q._qs), "left")
+             .groupBy(*per_copy.columns).agg(F.collect_set("kind").alias("_found")))
+    none = F.array().cast("array<string>")
+    problems = F.array_sort(F.array_distinct(F.concat(
+        F.col("_found"),
+        F.when(~F.col("crc_ok"), F.array(F.lit("bad_crc"))).otherwise(none),
+        F.when(~F.col("has_header"), F.array(F.lit("snapshot_no_header"))).otherwise(none),
+        F.when(~F.col("has_footer"), F.array(F.lit("snapshot_no_footer"))).otherwise(none))))
+    copies = found.withColumn("problems", problems)
     at = F.col("snap_end") - 1
-
-    def problem(cond: Column, kind: ProblemKind, message: str) -> DataFrame:
-        return per_file.where(cond).select("cluster_id", F.lit(kind.value).alias("kind"), at.alias("offset"),
-                                           "source_file", F.lit(None).cast("long").alias("file_position"),
-                                           F.lit(message).alias("message"))
-
-    anomalies = (problem(~F.col("crc_ok"), ProblemKind.SKIPPED_BAD_BATCH,
-                         "snapshot holds a batch with a bad CRC; not loaded")
-                 .unionByName(problem(~F.col("has_header"), ProblemKind.SNAPSHOT_NO_HEADER,
-                                      "snapshot does not start with a SnapshotHeader; not loaded"))
-                 .unionByName(problem(~F.col("has_footer"), ProblemKind.SNAPSHOT_NO_FOOTER,
-                                      "snapshot has no SnapshotFooter (incomplete); not loaded")))
-    complete = per_file.where(F.col("has_header") & F.col("has_footer") & F.col("crc_ok"))
-    rank = Window.partitionBy("cluster_id", "snap_end").orderBy(F.col("epoch").desc(), F.col("source_file"))
-    ranked = complete.withColumn("_rank", F.row_number().over(rank))
-    winners = ranked.where("_rank = 1").drop("_rank", "has_header", "has_footer", "crc_ok")
-    acl_rows = snap.where((F.col("api_key") == 18) & ~F.col("is_control") & F.col("acl_id").isNotNull()).select(
-        "cluster_id", "source_file", "acl_id", *_ACL_FIELDS)
-    winner_acls = acl_rows.join(winners.select("cluster_id", "source_file", "snap_end"),
-                                ["cluster_id", "source_file"])
-    # other complete copies with a different ACL set are divergences
-    others = ranked.where("_rank > 1").select("cluster_id", "source_file", "snap_end")
-    other_acls = acl_rows.join(others, ["cluster_id", "source_file"])
-    key = ["cluster_id", "snap_end", "acl_id", *_ACL_FIELDS]
-    w_set = winner_acls.select(*key)
-    differing = (others.join(
-        other_acls.select("source_file", *key).join(w_set, key, "left_anti").select("cluster_id", "source_file")
-        .unionByName(others.join(w_set, ["cluster_id", "snap_end"]).join(
-            other_acls.select("source_file", *key), ["source_file", *key], "left_anti")
-            .select("cluster_id", "source_file")).distinct(),
-        ["cluster_id", "source_file"])
-        .select("cluster_id", F.lit(ProblemKind.DIVERGENCE.value).alias("kind"), (F.col("snap_end") - 1).alias("offset"),
-                "source_file", F.lit(None).cast("long").alias("file_position"),
-                F.lit("two snapshots end at one offset with different ACLs; the higher epoch wins").alias("message")))
-    return winners, winner_acls, anomalies.unionByName(differing)
-
-
-def build_stream(resolved: DataFrame, ranges: DataFrame, snap_winners: DataFrame, snap_acls: DataFrame) -> DataFrame:
-    """The ordered input of the per-cluster state machine."""
-    none_str = F.lit(None).cast("string")
-    none_long = F.lit(None).cast("long")
-    acl_null = [none_str.alias(c) for c in _ACL_FIELDS]
-    range_rows = ranges.select(
-        "cluster_id", F.col("start_offset").alias("ord"), F.lit(0).alias("kind"), F.col("end_offset").alias("range_end"),
-        F.lit(None).cast("int").alias("api_key"), none_str.alias("acl_id"), *acl_null, none_long.alias("time"),
-        none_str.alias("source_file"), none_long.alias("file_position"), F.lit(None).cast("int").alias("epoch"),
-        none_long.alias("snap_end"), none_long.alias("snap_time"), F.lit(False).alias("is_marker"))
-    record_rows = resolved.where(F.col("api_key").isin(_RELEVANT) & ~F.col("is_control")
-                                 & F.col("decode_error").isNull()).select(
-        "cluster_id", F.col("offset").alias("ord"), F.lit(1).alias("kind"), none_long.alias("range_end"),
-        F.col("api_key").cast("int").alias("api_key"), "acl_id", *_ACL_FIELDS, F.col("append_time").alias("time"),
-        "source_file", "file_position", F.col("leader_epoch").cast("int").alias("epoch"), none_long.alias("snap_end"),
-        none_long.alias("snap_time"), F.lit(False).alias("is_marker"))
-    snap_cols: list[Column | str] = ["cluster_id", (F.col("snap_end") - 1).alias("ord"), F.lit(2).alias("kind"),
-                 none_long.alias("range_end"), F.lit(None).cast("int").alias("api_key")]
-    markers = snap_winners.select(
-        *snap_cols, none_str.alias("acl_id"), *acl_null, none_long.alias("time"), "source_file",
-        none_long.alias("file_position"), F.col("epoch").cast("int").alias("epoch"), "snap_end", "snap_time",
-        F.lit(True).alias("is_marker"))
-    acls = snap_acls.join(snap_winners.select("cluster_id", "snap_end", "epoch", "snap_time"),
-                          ["cluster_id", "snap_end"]).select(
-        *snap_cols, "acl_id", *_ACL_FIELDS, none_long.alias("time"), "source_file", none_long.alias("file_position"),
-        F.col("epoch").cast("int").alias("epoch"), "snap_end", "snap_time", F.lit(False).alias("is_marker"))
-    return range_rows.unionByName(record_rows).unionByName(markers).unionByName(acls)
+    anomalies = (
+        _anomaly(copies.where(~F.col("has_header") & ~F.array_contains("_found", "snapshot_no_header")),
+                 ProblemKind.SNAPSHOT_NO_HEADER, at, "source_file", F.lit(0),
+                 F.lit("snapshot does not start with a SnapshotHeader; not loaded"))
+        .unionByName(_anomaly(copies.where(~F.col("has_footer") & ~F.array_contains("_found", "snapshot_no_footer")),
+                              ProblemKind.SNAPSHOT_NO_FOOTER, at, "source_file", None,
+                              F.lit("snapshot has no SnapshotFooter (incomplete); not loaded")))
+        .unionByName(_anomaly(copies.where(F.size("problems") > 0), ProblemKind.SNAPSHOT_NOT_LOADED, at,
+                              "source_file", None,
+                              F.format_string("snapshot %d-%d is not loaded: problem(s) inside it (%s), so its ACL "
+                                              "set is not known", "snap_end", "epoch",
+                                              F.array_join("problems", ", "))))
+    )
+    loadable = copies.where(F.size("problems") == 0).select(*_COPY, "source_file", "text_section", "snap_end",
+                                                             "epoch", "snap_time")
+    acl = snap.where((F.col("api_key") == ACL_ENTRY) & ~F.col("is_control") & F.col("acl_id").isNotNull()
+                     & F.col("decode_error").isNull())
+    last_per_id = Window.partitionBy(*_COPY, "acl_id").orderBy(F.col("file_position").desc(),
+                                                               F.col("record_index").desc())
+    acl = (acl.withColumn("_n", F.row_number().over(last_per_id)).where("_n = 1")  # a snapshot is a map by id
+           .select(*_COPY, "acl_id", *_ACL_FIELDS))
+    fingerprint = (acl.groupBy(*_COPY).agg(F.sha2(F.array_join(F.array_sort(F.collect_list(
+        F.concat_ws("\u0002", "acl_id", _binding_key()))), "\u0003"), 256).alias("_fp")))
+    rank = Window.partitionBy("cluster_id", "snap_end").orderBy(F.col("epoch").desc(), "source_file", "copy")
+    ranked = (loadable.join(fingerprint, _COPY, "left")
+              .withColumn("_fp", F.coalesce("_fp", F.lit("")))
+              .select("*", F.row_number().over(rank).alias("_rank"), F.first("_fp").over(rank).alias("_w_fp"),
+                      F.first("epoch").over(rank).alias("_w_epoch"), F.first("source_file").over(rank).alias("_w_src")))
+    anomalies = anomalies.unionByName(_anomaly(
+        ranked.where((F.col("_rank") > 1) & (F.col("_fp") != F.col("_w_fp"))), ProblemKind.DIVERGENCE, at,
+        "source_file", None,
+        F.format_string("two snapshots end at %d with different ACLs; epoch %d from %s wins", "snap_end", "_w_epoch",
+                        "_w_src")))
+    order = Window.partitionBy("cluster_id").orderBy("snap_end")
+    snaps = (ranked.where("_rank = 1").select(*_COPY, "source_file", "snap_end", "epoch", "snap_time")
+             .withColumn("idx", F.row_number().over(order)).withColumn("q", F.col("snap_end") - 1))
+    snap_acls = acl.join(snaps.select(*_COPY, "idx"), _COPY).select("cluster_id", "idx", "acl_id", *_ACL_FIELDS)
+    return snaps, snap_acls, anomalies
 
 
-def _binding(row: dict[str, Any]) -> AclBinding:
-    return AclBinding(*(row[c] for c in _ACL_FIELDS))
+# ---- 4. transactions -------------------------------------------------------------------------------------------
+def visible_acl_records(resolved: DataFrame, gaps: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The ACL records that become visible (at which offset, time and cause), the transaction anomalies, and the
+    Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules)."""
+    rel = resolved.where(F.col("api_key").isin(ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT)
+                         & ~F.col("is_control") & F.col("decode_error").isNull()).select(
+        "cluster_id", "offset", "api_key", "acl_id", *_ACL_FIELDS, F.col("append_time").alias("time"), "source_file",
+        "file_position", F.lit(None).cast("long").alias("_gs"), F.lit(None).cast("long").alias("_ge"))
+    gap_rows = gaps.select("cluster_id", F.col("gap_start").alias("offset"), F.col("gap_start").alias("_gs"),
+                           F.col("gap_end").alias("_ge"))
+    key = F.col("api_key")
+    is_marker = key.isin(TXN_BEGIN, TXN_END, TXN_ABORT)
+    w = Window.partitionBy("cluster_id").orderBy("offset")
+    before, after = w.rowsBetween(_UNBOUNDED, -1), w.rowsBetween(1, _FOLLOWING)
+    point = F.struct(F.col("offset").alias("o"), key.alias("k"), F.col("time").alias("t"))
+    u = rel.unionByName(gap_rows, allowMissingColumns=True).select(
+        "*",
+        F.coalesce(F.last("_ge", ignorenulls=True).over(before), F.lit(-1)).alias("_last_ge"),
+        F.first("_gs", ignorenulls=True).over(after).alias("_next_gs"),
+        F.coalesce(F.last(F.when(is_marker, F.col("offset")), ignorenulls=True).over(before), F.lit(-1)).alias("_pm"),
+        F.last(F.when(is_marker, key), ignorenulls=True).over(before).alias("_pm_key"),
+        F.first(F.when(is_marker, point), ignorenulls=True).over(after).alias("_nm"),
+        F.first(F.when(key.isin(TXN_END, TXN_ABORT), point), ignorenulls=True).over(after).alias("_nc"),
+    ).where(F.col("_gs").isNull())
+    u = u.withColumn("_hole", F.col("_last_ge") > F.col("_pm")).withColumn(
+        "_held", F.col("_pm_key").eqNullSafe(TXN_BEGIN))
+
+    # markers: nested Begins, closes without a Begin, Ends whose transaction spans a hole, a pending transaction
+    markers = u.where(is_marker)
+    nested = (key == TXN_BEGIN) & F.col("_held") & ~F.col("_hole")
+    wm = Window.partitionBy("cluster_id").orderBy("offset")
+    markers = markers.withColumn("_opener", F.last(F.when((key == TXN_BEGIN) & ~nested, F.col("offset")),
+                                                  ignorenulls=True).over(wm.rowsBetween(_UNBOUNDED, 0)))
+    unmatched = (key != TXN_BEGIN) & ~F.col("_held") & ~F.col("_hole")
+
+    # ACL records: where each becomes visible (null: not visible, or its fate is unknown)
+    acl = u.where(key.isin(ACL_ENTRY, ACL_REMOVE) & F.col("acl_id").isNotNull())
+    known_state = ~F.col("_hole")
+    nc, nm = F.col("_nc"), F.col("_nm")
+    pending = known_state & F.col("_held") & nc.isNull()
+    closes_at = (F.when(known_state & ~F.col("_held"), F.col("offset"))
+                 .when(known_state & (nc.k == TXN_END) & ~F.coalesce(F.col("_next_gs") < nc.o, F.lit(False)), nc.o)
+                 .when(~known_state & nm.isNull() & ~F.col("_held"), F.col("offset"))
+                 .when(~known_state & F.coalesce(F.col("_next_gs") < nm.o, F.lit(False)), F.lit(None))
+                 .when(~known_state & (nm.k == TXN_BEGIN), F.col("offset"))
+                 .when(~known_state & (nm.k == TXN_END), nm.o))
+    acl = acl.withColumn("pos", closes_at).withColumn("_pending", pending)
+    held_pending = acl.groupBy("cluster_id").agg(F.sum(F.col("_pending").cast("long")).alias("_n_pending"))
+
+    last_marker = markers.where(F.col("_nm").isNull() & (key == TXN_BEGIN) & F.col("_next_gs").isNull())
+    pending_rows = (last_marker.join(held_pending, "cluster_id", "left")
+                    .join(markers.select("cluster_id", F.col("offset").alias("_opener"),
+                                         F.col("source_file").alias("_o_file"),
+                                         F.col("file_position").alias("_o_pos")), ["cluster_id", "_opener"]))
+    anomalies = (
+        _anomaly(markers.where(nested), ProblemKind.NESTED_BEGIN, "offset", "source_file", "file_position",
+                 F.format_string("BeginTransaction inside the transaction begun at offset %d; ignored, the open "
+                                 "transaction continues", "_opener"))
+        .unionByName(_anomaly(markers.where(unmatched & (key == TXN_END)), ProblemKind.END_WITHOUT_BEGIN, "offset",
+                              "source_file", "file_position", F.lit("EndTransaction without Begin; ignored")))
+        .unionByName(_anomaly(markers.where(unmatched & (key == TXN_ABORT)), ProblemKind.ABORT_WITHOUT_BEGIN,
+                              "offset", "source_file", "file_position",
+                              F.lit("AbortTransaction without Begin; ignored")))
+        .unionByName(_anomaly(pending_rows, ProblemKind.PENDING_TRANSACTION, "_opener", "_o_file", "_o_pos",
+                              F.format_string("transaction begun at offset %d is still open at the end of the "
+                                              "input; its %d held record(s) are invisible", "_opener",
+                                              F.coalesce(F.col("_n_pending"), F.lit(0)))))
+    )
+    spanning_ends = markers.where((key == TXN_END) & F.col("_hole")).select(
+        "cluster_id", F.col("offset").alias("gap_start"), F.col("offset").alias("gap_end"))
+    through_end = F.col("pos") != F.col("offset")
+    visible = acl.where(F.col("pos").isNotNull()).select(
+        "cluster_id", "acl_id", *_ACL_FIELDS, "source_file", "file_position", F.col("offset").alias("rec_off"),
+        "pos",
+        F.when(through_end, F.when(~known_state, nm.t).otherwise(nc.t)).otherwise(F.col("time")).alias("time"),
+        F.when(through_end, F.lit("TRANSACTION")).otherwise(F.lit("RECORD")).alias("cause"),
+        F.when(key == ACL_ENTRY, F.lit("CREATE")).otherwise(F.lit("REMOVE")).alias("op"))
+    return visible, anomalies, spanning_ends
 
 
-def _record(row: dict[str, Any]) -> Record:
-    key = row["api_key"]
-    data: dict[str, Any] = {}
-    if key == 18:
-        data = {"id": row["acl_id"]}
-        binding = _binding(row)
-        data.update(binding.to_record_data(row["acl_id"]))
-    elif key == 19:
-        data = {"id": row["acl_id"]}
-    return Record(offset=row["ord"], timestamp=row["time"] or 0, key=None, value=None, api_key=key, data=data)
+# ---- 5. observations and transitions ---------------------------------------------------------------------------
+def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame) -> DataFrame:
+    """Every observation of every ACL id, in its order: (pos, kind) with kind 0 for a record, 1 for a snapshot.
+
+    `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none).
+    """
+    markers = snaps.select("cluster_id", F.col("q").alias("pos"), F.lit(1).alias("kind"), F.lit(1).alias("_m"))
+    logged = visible.select("*", F.lit(0).alias("kind"), F.lit(0).alias("_m"))
+    w = Window.partitionBy("cluster_id").orderBy("pos", "kind", F.col("_m").desc()).rowsBetween(_UNBOUNDED, 0)
+    logged = (logged.unionByName(markers, allowMissingColumns=True)
+              .withColumn("sidx", F.sum("_m").over(w) + 1).where(F.col("_m") == 0).drop("_m"))
+    present = snap_acls.join(snaps.select("cluster_id", "idx", "q", "snap_time"), ["cluster_id", "idx"]).select(
+        "cluster_id", "acl_id", *_ACL_FIELDS, F.lit(None).cast("string").alias("source_file"),
+        F.lit(None).cast("long").alias("file_position"), F.lit(None).cast("long").alias("rec_off"),
+        F.col("q").alias("pos"), F.col("snap_time").alias("time"), F.lit("SNAPSHOT_LOAD").alias("cause"),
+        F.lit("PRESENT").alias("op"), F.lit(1).alias("kind"), F.col("idx").alias("sidx"))
+    obs = logged.unionByName(present)
+    # An id live after an observation and missing from the next snapshot (its next observation comes later, or
+    # never) is observed absent there.
+    by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
+    nxt = snaps.select("cluster_id", F.col("idx").alias("_nidx"), F.col("q").alias("_nq"),
+                       F.col("snap_time").alias("_nt"))
+    leaving_live = (obs.withColumn("_lead_pos", F.lead("pos").over(by_id))
+                    .where(F.col("op").isin("CREATE", "PRESENT"))
+                    .withColumn("_nidx", F.col("sidx") + F.col("kind"))
+                    .join(nxt, ["cluster_id", "_nidx"])
+                    .where(F.col("_lead_pos").isNull() | (F.col("_lead_pos") > F.col("_nq"))))
+    absent = leaving_live.select(
+        "cluster_id", "acl_id", *[F.lit(None).cast("string").alias(c) for c in _ACL_FIELDS],
+        F.lit(None).cast("string").alias("source_file"), F.lit(None).cast("long").alias("file_position"),
+        F.lit(None).cast("long").alias("rec_off"), F.col("_nq").alias("pos"), F.col("_nt").alias("time"),
+        F.lit("SNAPSHOT_LOAD").alias("cause"), F.lit("ABSENT").alias("op"), F.lit(1).alias("kind"),
+        F.col("_nidx").alias("sidx"))
+    return obs.unionByName(absent)
 
 
-def replay_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: one sorted partition may hold several clusters, each a contiguous run of rows."""
-    out_names = [f.name for f in _OUT_SCHEMA.fields]
-    state: ReplayState | None = None
-    cluster: str | None = None
-    pending_snap: list[dict[str, Any]] = []
-    buffer: list[dict[str, Any]] = []
-
-    def flush_snapshot() -> None:
-        nonlocal pending_snap
-        if not pending_snap or state is None:
-            pending_snap = []
-            return
-        head = pending_snap[0]
-        acls = {r["acl_id"]: _binding(r) for r in pending_snap if not r["is_marker"]}
-        state.load_snapshot(SnapshotImage(head["snap_end"], head["epoch"], head["snap_time"], acls,
-                                          head["source_file"] or "", True))
-        pending_snap = []
-
-    def drain(final: bool) -> None:
-        assert state is not None and cluster is not None
-        for e in state.events:
-            buffer.append(_event_row(cluster, e))
-        state.events.clear()
-        for life in state.done:
-            buffer.append(_history_row(cluster, life))
-        state.done.clear()
-        for p in state.anomalies:
-            buffer.append(_anomaly_row(cluster, p))
-        state.anomalies.clear()
-        if final:
-            for life in state.live.values():
-                buffer.append(_history_row(cluster, life))
-            for lo, hi in state.incomplete:
-                buffer.append({"out": "incomplete", "cluster_id": cluster, "range_start": lo, "range_stop": hi})
-
-    def finish() -> None:
-        if state is not None:
-            flush_snapshot()
-            state.finish()
-            drain(final=True)
-
-    def emit() -> Iterator[pa.RecordBatch]:
-        if buffer:
-            cols = {n: [r.get(n) for r in buffer] for n in out_names}
-            buffer.clear()
-            yield pa.RecordBatch.from_pydict(cols, schema=_ARROW_OUT)
-
-    for batch in batches:
-        for row in batch.to_pylist():
-            if row["cluster_id"] != cluster:
-                finish()
-                cluster, state = row["cluster_id"], ReplayState([])
-            assert state is not None
-            if pending_snap and (row["kind"] != 2 or row["snap_end"] != pending_snap[0]["snap_end"]):
-                flush_snapshot()
-            if row["kind"] == 0:
-                state.enter_range(row["ord"], row["range_end"])
-            elif row["kind"] == 1:
-                record = _record(row)
-                state.apply(LogEntry(row["ord"], row["epoch"] or 0, row["time"] or 0, b"", record,
-                                     row["source_file"] or "", row["file_position"] or 0))
-            else:
-                pending_snap.append(row)
-            if len(buffer) > 5000:
-                drain(final=False)
-        if state is not None and not pending_snap:
-            drain(final=False)
-        yield from emit()
-    finish()
-    yield from emit()
+def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends: DataFrame) -> DataFrame:
+    """Each observation with its predecessor and, for changes only a snapshot shows, where they happened (the
+    offsets in no dump, and the Ends of transactions that span a hole, after the id's previous observation)."""
+    by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
+    prev_q = snaps.select("cluster_id", (F.col("idx") + 1).alias("sidx"), F.col("q").alias("_prev_q"))
+    t = (obs.withColumn("_bkey", _binding_key())
+         .select("*", F.lag("op").over(by_id).alias("_p_op"), F.lag("pos").over(by_id).alias("_p_pos"),
+                 F.lag("_bkey").over(by_id).alias("_p_bkey"),
+                 *[F.lag(c).over(by_id).alias("_p_" + c) for c in _ACL_FIELDS])
+         .join(prev_q, ["cluster_id", "sidx"], "left")
+         .withColumn("_prev_q", F.coalesce("_prev_q", F.lit(-1)))
+         .withColumn("_was_live", F.coalesce(F.col("_p_op").isin("CREATE", "PRESENT"), F.lit(False)))
+         .withColumn("_same", F.col("_p_bkey").eqNullSafe(F.col("_bkey"))))
+    # where a snapshot-shown change lies: offsets in no dump after the id's previous observation
+    reveals = (F.col("kind") == 1) & ((F.col("op") == "ABSENT") | ((F.col("op") == "PRESENT") & ~(
+        F.col("_was_live") & F.col("_same"))))
+    stray = (F.col("op") == "REMOVE") & ~F.col("_was_live") & F.col("_p_op").isNull()
+    t = (t.withColumn("_p", F.when(reveals | stray, F.when(reveals, F.greatest(F.coalesce("_p_pos", F.lit(-1)),
+                                                                              F.col("_prev_q")))
+                                    .otherwise(F.col("_prev_q"))))
+         .withColumn("_q", F.when(reveals, F.col("pos")).when(stray, F.col("pos") - 1))
+         .withColumn("_reveals", reveals))
+    window_bounds = unknown_bounds(t.where(F.col("_reveals")), gaps.unionByName(spanning_ends))
+    stray_bounds = unknown_bounds(t.where(stray), gaps)
+    return (t.join(window_bounds.withColumn("_reveals", F.lit(True)), ["cluster_id", "_p", "_q", "_reveals"], "left")
+            .join(stray_bounds.withColumnsRenamed({"_wmin": "_smin", "_wmax": "_smax"})
+                  .withColumn("_reveals", F.lit(False)), ["cluster_id", "_p", "_q", "_reveals"], "left")
+            .withColumn("_wmin", F.coalesce("_wmin", "_smin")).withColumn("_wmax", F.coalesce("_wmax", "_smax"))
+            .drop("_smin", "_smax"))
 
 
-def _event_row(cluster: str, e: AclEvent) -> dict[str, Any]:
-    b = e.binding
-    return {"out": "event", "cluster_id": cluster, "offset": e.offset, "offset_min": e.offset_min, "exact": e.exact,
-            "seq": e.seq, "time": e.time, "acl_id": e.acl_id, "change": e.change.value, "cause": e.cause.value,
-            "record_offset": e.record_offset, **_binding_cols(b)}
+def _event_rows(t: DataFrame) -> DataFrame:
+    """The visible changes (see `replay.kafka.replayer.event_order` for the numbering)."""
+    def rows(df: DataFrame, change: str, cause: Column, prev_binding: bool, lo: Column, hi: Column,
+             time: Column) -> DataFrame:
+        fields = [F.col(("_p_" if prev_binding else "") + c).alias(c) for c in _ACL_FIELDS]
+        return df.select("cluster_id", "acl_id", hi.alias("offset"), lo.alias("offset_min"), time.alias("time"),
+                         F.lit(change).alias("change"), cause.alias("cause"), "rec_off", *fields)
+
+    op, live, same = F.col("op"), F.col("_was_live"), F.col("_same")
+    pos, cause = F.col("pos"), F.col("cause")
+    # a snapshot-shown change: in [_wmin, _wmax], or at the snapshot when the log leaves no room for it
+    hi = F.coalesce(F.col("_wmax"), pos)
+    lo = F.coalesce(F.col("_wmin"), pos)
+    snap_time = F.when(hi == pos, F.col("time"))
+    replace = F.lit("REPLACE")
+    return (
+        rows(t.where((op == "CREATE") & ~live), "CREATE", cause, False, pos, pos, F.col("time"))
+        .unionByName(rows(t.where((op == "CREATE") & live & ~same), "REMOVE", replace, True, pos, pos, F.col("time")))
+        .unionByName(rows(t.where((op == "CREATE") & live & ~same), "CREATE", replace, False, pos, pos,
+                          F.col("time")))
+        .unionByName(rows(t.where((op == "REMOVE") & live), "REMOVE", cause, True, pos, pos, F.col("time")))
+        .unionByName(rows(t.where(((op == "PRESENT") & live & ~same) | (op == "ABSENT")), "REMOVE", cause, True, lo,
+                          hi, snap_time))
+        .unionByName(rows(t.where((op == "PRESENT") & ~(live & same)), "CREATE", cause, False, lo, hi, snap_time))
+    )
 
 
-def _history_row(cluster: str, life: AclLifetime) -> dict[str, Any]:
-    return {"out": "history", "cluster_id": cluster, "acl_id": life.acl_id, **_binding_cols(life.binding),
-            "valid_from_offset": life.valid_from_offset, "valid_from_min_offset": life.valid_from_min_offset,
-            "valid_from_exact": life.from_exact, "valid_from_time": life.valid_from_time,
-            "began_by": life.began_by.value, "valid_to_offset": life.valid_to_offset,
-            "valid_to_min_offset": life.valid_to_min_offset,
-            "valid_to_exact": None if life.valid_to_min_offset is None and life.valid_to_offset is None
-            else life.to_exact,
-            "valid_to_time": life.valid_to_time, "ended_by": life.ended_by.value if life.ended_by else None}
+def number_events(events: DataFrame) -> DataFrame:
+    """`seq` in application order: offset; records (by record offset) before snapshot loads; remove before create;
+    then id."""
+    w = Window.partitionBy("cluster_id").orderBy(
+        "offset", F.col("rec_off").isNull(), F.coalesce(F.col("rec_off"), F.lit(-1)),
+        F.when(F.col("change") == "REMOVE", 0).otherwise(1), "acl_id")
+    return events.withColumn("seq", F.row_number().over(w)).withColumn("exact", F.col("offset_min") == F.col("offset"))
 
 
-def _anomaly_row(cluster: str, p: Problem) -> dict[str, Any]:
-    return {"out": "anomaly", "cluster_id": cluster, "kind": p.kind.value, "offset": p.offset,
-            "source_file": p.file, "file_position": p.position, "message": p.message}
+def lifetimes(events: DataFrame, obs: DataFrame, last: DataFrame, gaps: DataFrame) -> DataFrame:
+    """One row per lifetime: a create and the next remove of its id; open ones may end in a later hole."""
+    by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("seq")
+    paired = (events.select("*", *[F.lead(c).over(by_id).alias("_n_" + c) for c in
+                                   ("offset", "offset_min", "time", "cause", "change")])
+              .where(F.col("change") == "CREATE"))
+    last_seen = obs.groupBy("cluster_id", "acl_id").agg(F.max("pos").alias("_p"))
+    open_end = (last_seen.join(last.select("cluster_id", F.col("last_offset").alias("_q")), "cluster_id"))
+    open_end = open_end.join(unknown_bounds(open_end, gaps), ["cluster_id", "_p", "_q"]).select(
+        "cluster_id", "acl_id", F.col("_wmin").alias("_open_to_min"))
+    closed = F.col("_n_change") == "REMOVE"
+    h = paired.join(open_end, ["cluster_id", "acl_id"], "left")
+    to = F.when(closed, F.col("_n_offset"))
+    to_min = F.when(closed, F.col("_n_offset_min")).otherwise(F.col("_open_to_min"))
+    return h.select(
+        "cluster_id", "acl_id", *_ACL_FIELDS, F.col("offset").alias("valid_from_offset"),
+        F.col("offset_min").alias("valid_from_min_offset"),
+        (F.col("offset_min") == F.col("offset")).alias("valid_from_exact"), F.col("time").alias("valid_from_time"),
+        F.col("cause").alias("began_by"), to.alias("valid_to_offset"), to_min.alias("valid_to_min_offset"),
+        F.when(to.isNull() & to_min.isNull(), F.lit(None).cast("boolean"))
+        .otherwise(F.coalesce(to_min == to, F.lit(False))).alias("valid_to_exact"),
+        F.when(closed, F.col("_n_time")).alias("valid_to_time"), F.when(closed, F.col("_n_cause")).alias("ended_by"))
 
 
-def _binding_cols(b: AclBinding) -> dict[str, str]:
-    return dict(zip(_ACL_FIELDS, (b.resource_type, b.resource_name, b.pattern_type, b.principal, b.host, b.operation,
-                                  b.permission_type), strict=True))
+def acl_anomalies(t: DataFrame, snaps: DataFrame) -> DataFrame:
+    """Duplicate ids, unknown removes and snapshot mismatches."""
+    op, live, same = F.col("op"), F.col("_was_live"), F.col("_same")
+    dup = _anomaly(t.where((op == "CREATE") & live), ProblemKind.DUPLICATE_ID, "rec_off", "source_file",
+                   "file_position",
+                   F.format_string("ACL id %s created again while live (%s content); the new record replaces it",
+                                   "acl_id", F.when(same, "same").otherwise("different")))
+    from_hole = F.col("_p_op").isNull() & F.col("_wmin").isNotNull()
+    unknown = _anomaly(t.where((op == "REMOVE") & ~live), ProblemKind.UNKNOWN_REMOVE, "rec_off", "source_file",
+                       "file_position",
+                       F.concat(F.format_string("RemoveAccessControlEntry for unknown ACL id %s; ignored", "acl_id"),
+                                F.when(from_hole, " (it was created in an earlier hole, so the history before it is "
+                                                  "incomplete)").otherwise("")))
+    contradicts = (F.col("kind") == 1) & F.col("_wmin").isNull() & (
+        (op == "ABSENT") | ((op == "PRESENT") & ~(live & same)))
+    cat = (F.when(op == "ABSENT", "only_log").when(live, "changed").otherwise("only_snap"))
+    m = (t.where(contradicts).withColumn("_cat", cat)
+         .groupBy("cluster_id", "sidx")
+         .agg(*[F.collect_list(F.when(F.col("_cat") == c, F.col("acl_id"))).alias(c)
+                for c in ("only_snap", "only_log", "changed")])
+         .join(snaps.select("cluster_id", F.col("idx").alias("sidx"), "q", "snap_end", "epoch", "source_file"),
+               ["cluster_id", "sidx"]))
+    mismatch = _anomaly(m, ProblemKind.SNAPSHOT_MISMATCH, "q", "source_file", None, F.format_string(
+        "snapshot %d-%d disagrees with the log before it: %d ACL(s) only in the snapshot %s, %d only in the log %s, "
+        "%d with other content %s; the snapshot is loaded", "snap_end", "epoch", F.size("only_snap"),
+        _py_list(F.col("only_snap")), F.size("only_log"), _py_list(F.col("only_log")), F.size("changed"),
+        _py_list(F.col("changed"))))
+    return dup.unionByName(unknown).unionByName(mismatch)
 
 
-def _to_arrow(schema: T.StructType) -> pa.Schema:
-    mapping = {T.StringType: pa.string(), T.LongType: pa.int64(), T.BooleanType: pa.bool_(),
-               T.IntegerType: pa.int32()}
-    return pa.schema([pa.field(f.name, mapping[type(f.dataType)]) for f in schema.fields])
+# ---- 7. completeness, coverage, anomalies ----------------------------------------------------------------------
+def incomplete_ranges(snaps: DataFrame, t: DataFrame, last: DataFrame, gaps: DataFrame) -> DataFrame:
+    """Where ACLs nobody recorded could have been live (see `replay.kafka.replayer`), as (cluster_id, start, end)."""
+    segs = (snaps.select("cluster_id", "idx", F.col("q").alias("_q"))
+            .withColumn("_p", F.coalesce(F.lag("_q").over(Window.partitionBy("cluster_id").orderBy("idx")),
+                                         F.lit(-1))))
+    stray = (t.where((F.col("op") == "REMOVE") & ~F.col("_was_live") & F.col("_p_op").isNull()
+                     & F.col("_wmin").isNotNull())
+             .groupBy("cluster_id", F.col("sidx").alias("idx")).agg(F.max("pos").alias("_stray")))
+    closed = (segs.join(unknown_bounds(segs, gaps), ["cluster_id", "_p", "_q"])
+              .join(stray, ["cluster_id", "idx"], "left")
+              .withColumn("_end", F.greatest(F.coalesce("_wmax", "_wmin"), F.coalesce("_stray", F.lit(-1))) - 1)
+              .where(F.col("_wmin").isNotNull() & (F.col("_end") >= F.col("_wmin")))
+              .select("cluster_id", F.col("_wmin").alias("start_offset"), F.col("_end").alias("end_offset")))
+    trailing = (last.join(snaps.groupBy("cluster_id").agg(F.max("q").alias("_p")), "cluster_id", "left")
+                .select("cluster_id", F.coalesce("_p", F.lit(-1)).alias("_p"), F.col("last_offset").alias("_q")))
+    trailing = (trailing.join(unknown_bounds(trailing, gaps), ["cluster_id", "_p", "_q"])
+                .where(F.col("_wmin").isNotNull())
+                .select("cluster_id", F.col("_wmin").alias("start_offset"), F.col("_q").alias("end_offset")))
+    return closed.unionByName(trailing)
 
 
-_ARROW_OUT = _to_arrow(_OUT_SCHEMA)
-
-
-def replay_records(records: DataFrame, high_watermark: int | None = None) -> dict[str, DataFrame]:
-    """All replay tables for every cluster in `records` (the bronze rows), as DataFrames (not yet written)."""
-    resolved, log_anomalies = resolve_log(records, high_watermark)
-    resolved = resolved.persist()
-    ranges = log_ranges(resolved)
-    winners, snap_acls, snap_anomalies = snapshots(records, high_watermark)
-    stream = build_stream(resolved, ranges, winners, snap_acls)
-    ordered = stream.repartition("cluster_id").sortWithinPartitions("cluster_id", "ord", "kind", "snap_end", "acl_id")
-    out = ordered.mapInArrow(replay_partition, _OUT_SCHEMA).persist()
-    events = out.where("out = 'event'").select(*[f.name for f in EVENTS_SCHEMA.fields])
-    history = out.where("out = 'history'").select(*[f.name for f in HISTORY_SCHEMA.fields])
-    anomalies = (out.where("out = 'anomaly'").select(*[f.name for f in ANOMALIES_SCHEMA.fields])
-                 .unionByName(log_anomalies).unionByName(snap_anomalies))
-    coverage = coverage_frame(ranges, winners, out.where("out = 'incomplete'"))
-    times = (resolved.groupBy("cluster_id", "source_file", "file_position")
-             .agg(F.max("batch_last_offset").alias("offset"), F.max("append_time").alias("time"))
-             .join(resolved.select("cluster_id", "offset").distinct(), ["cluster_id", "offset"], "left_semi")
-             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time"))
-             .unionByName(winners.where(F.col("snap_time").isNotNull())
-                          .select("cluster_id", (F.col("snap_end") - 1).alias("offset"), F.col("snap_time").alias("time")))
-             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
-    return {"acl_events": events, "acl_history": history, "log_coverage": coverage, "anomalies": anomalies,
-            "offset_times": times}
-
-
-def coverage_frame(ranges: DataFrame, winners: DataFrame, incomplete: DataFrame) -> DataFrame:
+def coverage_frame(ranges: DataFrame, snaps: DataFrame, incomplete: DataFrame) -> DataFrame:
     """Log runs, snapshot-only points, the missing stretches between them, and the incomplete stretches."""
     log = ranges.select("cluster_id", "start_offset", "end_offset", F.lit("log").alias("kind"),
                         F.lit(None).cast("string").alias("source"))
-    points = winners.select("cluster_id", (F.col("snap_end") - 1).alias("at"), F.col("source_file").alias("source"))
-    snap_only = (points.join(ranges, (points.cluster_id == ranges.cluster_id)
-                             & (points.at >= ranges.start_offset) & (points.at <= ranges.end_offset), "left_anti")
+    points = snaps.select("cluster_id", F.col("q").alias("at"), F.col("source_file").alias("source"))
+    runs = ranges.select(F.col("cluster_id").alias("_rc"), F.col("start_offset").alias("_rs"),
+                         F.col("end_offset").alias("_re"))
+    snap_only = (points.join(runs, (points.cluster_id == runs._rc) & (points.at >= runs._rs)
+                             & (points.at <= runs._re), "left_anti")
                  .select("cluster_id", F.col("at").alias("start_offset"), F.col("at").alias("end_offset"),
                          F.lit("snapshot").alias("kind"), "source"))
     known = log.unionByName(snap_only)
     w = Window.partitionBy("cluster_id").orderBy("start_offset")
-    prev_end = F.max("end_offset").over(w.rowsBetween(Window.unboundedPreceding, -1))
+    prev_end = F.max("end_offset").over(w.rowsBetween(_UNBOUNDED, -1))
     missing = (known.withColumn("_prev", F.coalesce(prev_end, F.lit(-1)))
                .where(F.col("start_offset") > F.col("_prev") + 1)
                .select("cluster_id", (F.col("_prev") + 1).alias("start_offset"),
                        (F.col("start_offset") - 1).alias("end_offset"), F.lit("missing").alias("kind"),
                        F.lit(None).cast("string").alias("source")))
-    incomplete_rows = incomplete.select("cluster_id", F.col("range_start").alias("start_offset"),
-                                        F.col("range_stop").alias("end_offset"), F.lit("incomplete").alias("kind"),
+    incomplete_rows = incomplete.select("cluster_id", "start_offset", "end_offset", F.lit("incomplete").alias("kind"),
                                         F.lit(None).cast("string").alias("source"))
     return known.unionByName(missing).unionByName(incomplete_rows)
+
+
+def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
+    """One `gap` per missing stretch, saying whether a later snapshot bridges it (as the reference says it)."""
+    missing = coverage.where(F.col("kind") == "missing")
+    pts = snaps.select(F.col("cluster_id").alias("_c"), "q")
+    first_after = (missing.join(pts, (missing.cluster_id == pts._c) & (pts.q > missing.end_offset), "left")
+                   .groupBy("cluster_id", "start_offset", "end_offset").agg(F.min("q").alias("_bridge")))
+    tail = F.when(F.col("_bridge").isNotNull(), F.format_string(
+        "the snapshot at offset %d bridges it: ACLs live there are known, changes inside the hole have uncertain "
+        "offsets", "_bridge")).otherwise(F.lit("no later snapshot bridges it: ACLs created there are unknown from "
+                                               "then on"))
+    return _anomaly(first_after, ProblemKind.GAP, "start_offset", None, None, F.concat(
+        F.format_string("offsets %d..%d are in no dump; ", "start_offset", "end_offset"), tail))
+
+
+def offset_times(resolved: DataFrame, snaps: DataFrame) -> DataFrame:
+    """The time index: per batch its last offset (when that offset is in the resolved log) and append time; per
+    snapshot its last contained offset and header time."""
+    batches = (resolved.groupBy("cluster_id", "source_file", "file_position")
+               .agg(F.max("batch_last_offset").alias("offset"), F.max("append_time").alias("time"))
+               .join(resolved.select("cluster_id", "offset").distinct(), ["cluster_id", "offset"], "left_semi"))
+    points = snaps.where(F.col("snap_time").isNotNull()).select("cluster_id", F.col("q").alias("offset"),
+                                                               F.col("snap_time").alias("time"))
+    return (batches.select("cluster_id", "offset", "time").unionByName(points)
+            .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
+
+
+def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None
+                   ) -> tuple[dict[str, DataFrame], list[DataFrame]]:
+    """All replay tables for every cluster in `records` (the bronze rows) and `quarantine`, as DataFrames.
+
+    Also returns the intermediate frames it materialised; unpersist them once the tables are written. They are
+    local checkpoints, not cached plans: a cached plan keeps its whole lineage, and Spark renders every cached
+    plan inside each plan that uses it, which grows with every step that reuses one.
+    """
+    cached: list[DataFrame] = []
+
+    def keep(df: DataFrame, step: str) -> DataFrame:
+        # fresh column identities first: a checkpoint keeps its input's, and several checkpoints of frames derived
+        # from one table would otherwise share them (which confuses Spark's optimizer in later joins and unions)
+        started = time.monotonic()
+        df = df.select(*[F.col(c).alias(c) for c in df.columns]).localCheckpoint(eager=True)
+        log.debug("replay step %s: %.1fs", step, time.monotonic() - started)
+        cached.append(df)
+        return df
+
+    # the bronze columns the rules read, once (the raw bytes and most JSON stay in the table)
+    records = keep(records.select(*_BRONZE_COLUMNS, F.when(F.col("record_type") == "SNAPSHOT_HEADER",
+                                                           F.col("payload_json")).alias("payload_json")), "records")
+    quarantine = keep(quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section",
+                                        "file_position", "message"), "quarantine")
+    resolved, log_anomalies = resolve_log(records, high_watermark)
+    resolved = keep(resolved, "resolve log")
+    ranges = keep(log_ranges(resolved), "log runs")
+    snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark)
+    snaps = keep(snaps, "snapshots")
+    last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
+            .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
+            .groupBy("cluster_id").agg(F.max("o").alias("last_offset")))
+    last = keep(last, "last offsets")
+    gaps = keep(unknown_gaps(ranges, last), "gaps")
+    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps)
+    obs = keep(observations(visible, snaps, snap_acls), "observations")
+    t = keep(transitions(obs, snaps, gaps, spanning_ends), "transitions")
+    events = keep(number_events(_event_rows(t)), "events")
+    history = lifetimes(events, obs, last, gaps)
+    incomplete = keep(incomplete_ranges(snaps, t, last, gaps), "incomplete")
+    coverage = keep(coverage_frame(ranges, snaps, incomplete), "coverage")
+    quarantined = quarantine.drop("text_section")
+    anomalies = (log_anomalies.unionByName(snap_anomalies).unionByName(txn_anomalies)
+                 .unionByName(acl_anomalies(t, snaps)).unionByName(gap_anomalies(coverage, snaps))
+                 .unionByName(quarantined))
+    frames = {
+        "acl_events": events.withColumnRenamed("rec_off", "record_offset"),
+        "acl_history": history,
+        "log_coverage": coverage,
+        "anomalies": anomalies,
+        "offset_times": offset_times(resolved, snaps),
+    }
+    return frames, cached
 
 
 def empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
     return spark.createDataFrame([], schema)
 
 
-REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
-                  "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
-
-
 def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = None,
                 note: dict[str, Any] | None = None) -> dict[str, int]:
-    """Recompute the replay tables of `clusters` from `metadata_records`; one commit per table.
+    """Recompute the replay tables of `clusters` from `metadata_records` and `quarantine`; one commit per table.
 
     Each table's rows of these clusters are replaced atomically (Delta `replaceWhere`), so readers see either the
     old or the new history, and other clusters' rows are untouched. Returns the row count written per table.
     """
-    import json
+    def of_clusters(table: str) -> DataFrame:
+        lake.ensure(table)
+        return lake.read(table).where(F.col("cluster_id").isin(clusters))
 
-    records = lake.read("metadata_records").where(F.col("cluster_id").isin(clusters))
-    frames = replay_records(records, high_watermark)
+    frames, cached = replay_records(of_clusters("metadata_records"), of_clusters("quarantine"), high_watermark)
     meta = json.dumps({"operation": "replay", "clusters": clusters, "high_watermark": high_watermark,
                        **(note or {})})
     counts: dict[str, int] = {}
-    for name, frame in frames.items():
-        df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields]).persist()
-        counts[name] = df.count()
-        _replace_clusters(lake, name, df, clusters, meta)
-        df.unpersist()
+    try:
+        for name, frame in frames.items():
+            df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields]).persist()
+            counts[name] = df.count()
+            _replace_clusters(lake, name, df, clusters, meta)
+            df.unpersist()
+    finally:
+        for df in cached:
+            df.unpersist()
     return counts
 
 

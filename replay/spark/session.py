@@ -12,8 +12,9 @@
 4. **Otherwise start one**: `local[*]` (or the `spark://` master given) with Delta's SQL extension and catalog, the
    Delta jars from `replay.maven.delta_jars()` as explicit comma-joined paths in `spark.jars` (no Ivy), driver
    memory sized to the machine (`min(25% of RAM, 8g)`, at least 1g; `KRAFT_REPLAY_DRIVER_MEMORY` or `memory=`
-   overrides), the driver bound to 127.0.0.1 for local and loopback masters, in-commit timestamps on for every new
-   Delta table, Arrow on, and the session time zone UTC.
+   overrides), shuffle and Delta log-replay partitions sized to the cores in local mode, the driver bound to
+   127.0.0.1 for local and loopback masters, in-commit timestamps on for every new Delta table, Arrow on, and the
+   session time zone UTC.
 
 Exactly one line says which branch was taken (printed to stderr and logged), e.g.
 `Spark: local[*] with Delta 4.4.0 jars from ~/.cache/kraft-acl-replay/delta-4.4.0`.
@@ -151,6 +152,12 @@ def local_conf(master: str, app_name: str, memory: str | None) -> dict[str, str]
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.showConsoleProgress": "false",
     }
+    if master.startswith("local"):
+        # Spark's defaults (200 shuffle partitions, 50 for Delta's log replay) are made for big clusters: on a few
+        # cores each replay step would spend most of its time scheduling empty tasks. AQE still splits skew.
+        cores = os.cpu_count() or 2
+        conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
+        conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
     if _is_loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"

@@ -278,5 +278,180 @@ def test_snapshot_without_header_or_footer_is_reported_and_not_loaded():
     r.add_snapshot(2, 1, snapshot_batches({2: binding()}, footer=False))
     r.add_snapshot(2, 2, snapshot_batches({2: binding()}, header=False))
     res = r.run()
-    assert set(kinds(res)) == {ProblemKind.SNAPSHOT_NO_FOOTER, ProblemKind.SNAPSHOT_NO_HEADER}
+    assert set(kinds(res)) == {ProblemKind.SNAPSHOT_NO_FOOTER, ProblemKind.SNAPSHOT_NO_HEADER,
+                               ProblemKind.SNAPSHOT_NOT_LOADED}
+    assert kinds(res).count(ProblemKind.SNAPSHOT_NOT_LOADED) == 2
     assert ids(res.live_at_end()) == {1}
+
+
+def test_snapshot_with_any_decoder_problem_inside_is_not_loaded():
+    from replay.kafka.model import Problem
+
+    r = Replayer()
+    r.add_log([batch(0, add(1), NOOP)])
+    items = snapshot_batches({2: binding()})
+    bad = Problem(ProblemKind.UNKNOWN_CODEC, "codec 7", "snap.checkpoint", 120, 1)
+    r.add_snapshot(2, 1, [items[0], bad, *items[1:]], "snap.checkpoint")
+    res = r.run()
+    assert ProblemKind.UNKNOWN_CODEC in kinds(res)
+    not_loaded = [p for p in res.anomalies if p.kind == ProblemKind.SNAPSHOT_NOT_LOADED]
+    assert len(not_loaded) == 1 and "unknown_codec" in not_loaded[0].message and not_loaded[0].offset == 1
+    assert ids(res.live_at_end()) == {1}  # neither id 1 removed nor id 2 added by a half-read snapshot
+    assert ProblemKind.SNAPSHOT_MISMATCH not in kinds(res)
+
+
+def test_retention_hole_then_complete_log_then_snapshot():
+    # offsets 0..1 known, 2..9 deleted by retention, 10..20 known, snapshot at 20 (end offset 21)
+    r = Replayer()
+    r.add_log([batch(0, add(1), add(2)), batch(10, NOOP, NOOP, add(3, "User:c"), *[NOOP] * 8)])
+    r.add_snapshot(21, 1, snapshot_batches({1: binding(), 3: binding("User:c"), 4: binding("User:d")}))
+    res = r.run()
+    assert ProblemKind.SNAPSHOT_MISMATCH not in kinds(res)
+    lives = {x.acl_id: x for x in res.lifetimes}
+    two, four = lives[acl_id(2)], lives[acl_id(4)]
+    # id 4 is in no record from 10 to 20, so it was created in the hole: certainly live from its last offset, 9
+    assert (four.valid_from_min_offset, four.valid_from_offset, four.began_by) == (2, 9, Cause.SNAPSHOT_LOAD)
+    # id 2 is gone at the snapshot and no record from 10 on removes it: it went in the hole
+    assert (two.valid_to_min_offset, two.valid_to_offset, two.ended_by) == (2, 9, Cause.SNAPSHOT_LOAD)
+    at15 = res.state_at(15)
+    assert ids(at15.certain) == {1, 3, 4} and at15.uncertain == {} and at15.exact
+    at5 = res.state_at(5)
+    assert ids(at5.certain) == {1} and ids(at5.uncertain) == {2, 4} and not at5.covered and not at5.complete
+    # an ACL nobody recorded could have been created at 2 and removed by offset 9 at the latest
+    assert res.incomplete == [(2, 8)]
+    assert [p.offset for p in res.anomalies if p.kind == ProblemKind.GAP] == [2]
+    assert "bridges it" in next(p.message for p in res.anomalies if p.kind == ProblemKind.GAP)
+    four_created = next(e for e in res.events if e.acl_id == acl_id(4))
+    assert (four_created.offset_min, four_created.offset, four_created.exact, four_created.time) == (2, 9, False, None)
+
+
+def test_log_that_contradicts_a_snapshot_after_a_hole_is_still_a_mismatch():
+    r = Replayer()
+    r.add_log([batch(0, add(1)), batch(10, NOOP, add(2), *[NOOP] * 9)])  # hole 1..9; id 2 created at 11
+    r.add_snapshot(21, 1, snapshot_batches({1: binding()}))  # says id 2 is not live at 20: the log says it is
+    res = r.run()
+    mismatch = [p for p in res.anomalies if p.kind == ProblemKind.SNAPSHOT_MISMATCH]
+    assert len(mismatch) == 1 and acl_id(2) in mismatch[0].message and mismatch[0].offset == 20
+    two = next(x for x in res.lifetimes if x.acl_id == acl_id(2))
+    assert (two.valid_from_offset, two.valid_to_min_offset, two.valid_to_offset) == (11, 20, 20)
+    assert ids(res.state_at(15).certain) == {1, 2}
+
+
+def test_remove_of_an_id_created_in_a_hole_makes_the_history_incomplete_until_it():
+    r = Replayer()
+    r.add_log([batch(0, add(1)), batch(5, NOOP, NOOP, remove(7), *[NOOP] * 6)])  # hole 1..4, stray remove at 7
+    r.add_snapshot(13, 1, snapshot_batches({1: binding()}))
+    res = r.run()
+    stray = next(p for p in res.anomalies if p.kind == ProblemKind.UNKNOWN_REMOVE)
+    assert stray.offset == 7 and "created in an earlier hole" in stray.message
+    assert res.incomplete == [(1, 6)]  # the unknown ACL 7 was live somewhere in 1..6
+    assert not res.state_at(6).complete and res.state_at(7).complete and res.state_at(12).exact
+
+
+def test_a_hole_after_the_last_snapshot_leaves_the_rest_incomplete_and_ends_uncertain():
+    r = Replayer()
+    r.add_log([batch(0, add(1), NOOP)])
+    r.add_snapshot(2, 1, snapshot_batches({1: binding()}))
+    r.add_log([batch(5, add(2), NOOP)])  # hole 2..4
+    res = r.run()
+    assert res.incomplete == [(2, 6)]
+    one = next(x for x in res.lifetimes if x.acl_id == acl_id(1))
+    assert (one.valid_to_min_offset, one.valid_to_offset) == (2, None)  # may have been removed in the hole
+    assert ids(res.state_at(1).certain) == {1} and ids(res.state_at(6).uncertain) == {1}
+    assert "no later snapshot bridges it" in next(p.message for p in res.anomalies if p.kind == ProblemKind.GAP)
+
+
+def test_time_when_append_times_go_backwards():
+    # a new leader with a slower clock: times by offset are 100, 50, 300, 200, 400
+    r = Replayer()
+    r.add_log([batch(0, add(1), time=100), batch(1, add(2), time=50), batch(2, add(3), time=300),
+               batch(3, add(4), time=200), batch(4, add(5), time=400)])
+    res = r.run()
+    assert res.offset_at_time(49) is None
+    assert res.offset_at_time(50) == 1
+    assert res.offset_at_time(250) == 3  # the last offset whose time is <= 250
+    assert res.offset_at_time(1000) == 4
+
+
+def test_times_come_only_from_the_chosen_copy():
+    r = Replayer()
+    r.add_log([batch(0, add(1), epoch=2, time=5000, source="a.log")])
+    r.add_log([batch(0, add(9, "User:stale"), epoch=1, time=9999, source="b.log")])
+    res = r.run()
+    assert res.times == [(0, 5000)]
+
+
+def test_text_and_binary_copies_with_one_epoch_are_one_record():
+    # dump-log text loses bytes (control records without a value, unknown tags): same offset and epoch is the
+    # same record in Raft, so the binary copy is used and nothing diverges
+    r = Replayer()
+    r.add_log([batch(0, add(1), NOOP, source="seg.log")])
+    text_copy = batch(0, add(1), NOOP, source="dump.txt")
+    text_copy.records[1].value = None
+    r.add_log([text_copy], text=True)
+    res = r.run()
+    assert ProblemKind.DIVERGENCE not in kinds(res)
+    assert ids(res.live_at_end()) == {1}
+
+
+def test_two_binary_copies_with_one_epoch_but_other_bytes_are_reported_as_damage():
+    r = Replayer()
+    r.add_log([batch(0, add(1), NOOP, source="a.log")])
+    r.add_log([batch(0, add(1), add(2), source="b.log")])
+    res = r.run()
+    div = [p for p in res.anomalies if p.kind == ProblemKind.DIVERGENCE]
+    assert len(div) == 1 and "damaged" in div[0].message and div[0].file == "b.log" and div[0].offset == 1
+    assert ids(res.live_at_end()) == {1}  # a.log sorts first
+
+
+def test_event_sequence_follows_application_order():
+    r = Replayer()
+    r.add_log([batch(0, add(1, "User:a"), BEGIN, add(2), remove(2), add(1, "User:b"), END)])
+    res = r.run()
+    order = [(e.offset, e.acl_id[-1], e.change.value, e.cause.value) for e in sorted(res.events, key=lambda e: e.seq)]
+    assert order == [(0, "1", "CREATE", "RECORD"), (5, "2", "CREATE", "TRANSACTION"),
+                     (5, "2", "REMOVE", "TRANSACTION"), (5, "1", "REMOVE", "REPLACE"), (5, "1", "CREATE", "REPLACE")]
+    assert [e.seq for e in sorted(res.events, key=lambda e: e.seq)] == [1, 2, 3, 4, 5]
+
+
+def test_transaction_begun_in_a_hole_is_closed_by_the_end_after_it():
+    # offsets 0..2 are gone: Begin at 0, ACLs 1 and 2 at 1..2; the dump keeps ACL 3 at 3 and the End at 4
+    r = Replayer()
+    r.add_log([batch(3, add(3, "User:c"), END)])
+    r.add_snapshot(5, 1, snapshot_batches({1: binding(), 2: binding(), 3: binding("User:c")}))
+    res = r.run()
+    assert ProblemKind.END_WITHOUT_BEGIN not in kinds(res)  # its Begin is in the hole, not missing
+    assert ProblemKind.SNAPSHOT_MISMATCH not in kinds(res)
+    lives = {x.acl_id: x for x in res.lifetimes}
+    assert (lives[acl_id(3)].valid_from_offset, lives[acl_id(3)].began_by) == (4, Cause.TRANSACTION)
+    # ACLs 1 and 2 became visible in the hole or at the End that closed their transaction
+    assert (lives[acl_id(1)].valid_from_min_offset, lives[acl_id(1)].valid_from_offset) == (0, 4)
+    assert res.state_at(3).certain == {} and ids(res.state_at(3).uncertain) == {1, 2}
+    assert ids(res.state_at(4).certain) == {1, 2, 3}
+
+
+def test_transaction_begun_in_a_hole_and_aborted_after_it_drops_the_records_after_the_hole():
+    r = Replayer()
+    r.add_log([batch(3, add(3), ABORT, add(4))])
+    res = r.run()
+    assert ProblemKind.ABORT_WITHOUT_BEGIN not in kinds(res)
+    assert ids(res.live_at_end()) == {4}
+
+
+def test_a_begin_after_a_hole_means_no_transaction_was_open_before_it():
+    r = Replayer()
+    r.add_log([batch(5, add(5), BEGIN, add(6), END)])
+    res = r.run()
+    created = {e.acl_id: e.offset for e in res.events}
+    assert created == {acl_id(5): 5, acl_id(6): 8}
+
+
+def test_records_held_before_a_hole_have_an_unknown_fate():
+    # Begin at 0 and ACL 1 at 1 are known; the transaction's End or Abort fell in the hole 2..4
+    r = Replayer()
+    r.add_log([batch(0, BEGIN, add(1)), batch(5, add(2), END)])
+    res = r.run()
+    assert acl_id(1) not in {e.acl_id for e in res.events}  # committed in the hole, or aborted: not known
+    assert ids(res.live_at_end()) == {2}
+    assert ProblemKind.PENDING_TRANSACTION not in kinds(res) and ProblemKind.NESTED_BEGIN not in kinds(res)
+    assert not res.state_at(5).complete  # whatever it held is unknown there
