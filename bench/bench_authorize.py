@@ -26,11 +26,9 @@ under team prefixes, and unknown names, 10% by time instead of offset.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -38,6 +36,8 @@ from urllib.parse import quote
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from bench.measure import TreeMemory
 
 MAX_OFFSET = 250_000
 T0 = 1_700_000_000_000
@@ -125,80 +125,6 @@ def jvm_memory(spark: SparkSession) -> dict[str, float]:
         if str(pool.getType()) == "Heap memory":
             peak_heap += int(pool.getPeakUsage().getUsed())
     return {"jvm_rss_peak_mib": hwm / 1024, "jvm_rss_now_mib": rss / 1024, "jvm_heap_pools_peak_mib": peak_heap / 2**20}
-
-
-def _status_kib(pid: int, key: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        return next((int(line.split()[1]) for line in f if line.startswith(key + ":")), 0)
-
-
-def process_tree(root: int) -> list[int]:
-    """`root` and every descendant. Children are listed per *thread* (/proc/<pid>/task/<tid>/children): the JVM
-    starts Python workers from its own threads, which /proc/<pid>/task/<pid>/children alone would miss."""
-    seen: list[int] = []
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.append(pid)
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo += [int(c) for c in f.read().split()]
-            except OSError:
-                continue
-    return seen
-
-
-class TreeMemory:
-    """Samples the summed VmRSS of this process tree every `interval` seconds in a thread; `phase(name)` records
-    the peak (and the largest number of processes) seen while the block runs."""
-
-    def __init__(self, interval: float = 0.05) -> None:
-        self.interval = interval
-        self.peaks: dict[str, tuple[int, int]] = {}
-        self._current: str | None = None
-        self._peak = (0, 0)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def sample(self) -> tuple[int, int]:
-        total, pids = 0, process_tree(os.getpid())
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                total += _status_kib(pid, "VmRSS")
-        return total, len(pids)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            if self._current is not None:
-                kib, n = self.sample()
-                self._peak = (max(self._peak[0], kib), max(self._peak[1], n))
-
-    @contextlib.contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        self._peak = self.sample()
-        self._current = name
-        try:
-            yield
-        finally:
-            self._current = None
-            kib, n = self.sample()
-            self.peaks[name] = (max(self._peak[0], kib), max(self._peak[1], n))
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def text(self, name: str) -> str:
-        kib, n = self.peaks[name]
-        return f"{kib / 1024:,.0f} MiB over {n} processes"
 
 
 def _events(history: DataFrame) -> Iterator[tuple[int, int, Any]]:

@@ -3,10 +3,12 @@
     python -m bench.bench_ingest                 # 300,000 ACL creates (~390,000 records with removes)
     python -m bench.bench_ingest --acls 1000000 --keep
 
-Writes the log as segments of ~64 MiB with our writer, then times, in separate processes so their peak memory
-is their own: `kraft-replay ingest` (decode on the executors, Delta MERGE, Spark replay) and Kafka 4.3.1's
-`DumpLogSegments --cluster-metadata-decoder` over the same segments (decoding and printing every record, output
-discarded). Peak memory is the whole process tree's high-water RSS, sampled every 0.2 s. Nothing is asserted.
+Writes the log as segments of `--segment-mib` (64 MiB; 1024 for Kafka's default segment size) with our writer, then
+times, in separate processes so their peak memory is their own: `kraft-replay ingest --no-replay` (decode on the
+executors, Delta MERGE), `kraft-replay replay` (the Spark replay), and Kafka 4.3.1's `DumpLogSegments
+--cluster-metadata-decoder` over the same segments (decoding and printing every record, output discarded). Peak
+memory is the whole process tree's high-water RSS, Spark's Python workers included (`bench.measure`), sampled
+every 0.2 s. Nothing is asserted.
 """
 
 from __future__ import annotations
@@ -14,51 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+from bench.measure import measure
 from replay.kafka import files, synth
-
-
-def _tree_rss_kib(pid: int) -> int:
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/status") as f:
-                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                todo += [int(c) for c in f.read().split()]
-        except OSError:
-            continue
-    return total
-
-
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """(seconds, peak tree RSS MiB, exit code) of a command, its output discarded."""
-    began = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss_kib(proc.pid))
-            time.sleep(0.2)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    _, err = proc.communicate()
-    done.set()
-    t.join()
-    if proc.returncode:
-        print(err.decode(errors="replace")[-2000:], file=sys.stderr)
-    return time.monotonic() - began, peak / 1024, proc.returncode
 
 
 def write_log(directory: Path, acls: int, seed: int, segment_bytes: int) -> tuple[list[Path], int, int]:
@@ -100,10 +64,14 @@ def main(argv: list[str] | None = None) -> None:
               f"in {time.monotonic() - t:.1f} s ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
 
         env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY=args.memory, KRAFT_REPLAY_PROGRESS="0")
-        secs, peak, rc = measure([sys.executable, "-m", "replay.cli", "ingest", str(work / "dump"), "--cluster",
-                                  "bench", "--lake", str(work / "lake"), "--no-progress"], env)
-        print(f"kraft-replay ingest + replay: {secs:,.1f} s, {records / secs:,.0f} records/s, "
-              f"peak RSS {peak:,.0f} MiB (driver {args.memory}), exit {rc}")
+        lake = ["--lake", str(work / "lake"), "--cluster", "bench"]
+        cli = [sys.executable, "-m", "replay.cli"]
+        secs, peak, rc = measure([*cli, "ingest", str(work / "dump"), *lake, "--no-progress", "--no-replay"], env)
+        print(f"kraft-replay ingest (decode on the executors, Delta MERGE): {secs:,.1f} s, "
+              f"{records / secs:,.0f} records/s, peak RSS {peak} (driver {args.memory}), exit {rc}")
+        secs_r, peak_r, rc_r = measure([*cli, "replay", *lake], env)
+        print(f"kraft-replay replay (Spark replay into the four tables): {secs_r:,.1f} s, peak RSS {peak_r}, "
+              f"exit {rc_r}")
 
         from replay.harness import jvm
 
@@ -111,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
                  "--cluster-metadata-decoder", "--files", ",".join(map(str, paths))]
         secs_k, peak_k, rc_k = measure(kafka)
         print(f"Kafka DumpLogSegments (decode + print only): {secs_k:,.1f} s, {records / secs_k:,.0f} records/s, "
-              f"peak RSS {peak_k:,.0f} MiB, exit {rc_k}")
+              f"peak RSS {peak_k}, exit {rc_k}")
     finally:
         if args.keep:
             print(f"kept {work}")

@@ -111,6 +111,7 @@ from replay.spark.tables import Lake
 lake = Lake(spark, lake_location)
 report = ingest(spark, [dump], cluster=cluster, lake=lake, progress=False)
 print("\n".join(report.lines()))
+history_version_before = lake.version("acl_history")  # for time travel in section 4 (None: no table yet)
 replayed = replay_lake(lake, [cluster])
 print("replayed: " + ", ".join(f"{name} {rows}" for name, rows in replayed.items()))
 
@@ -120,9 +121,12 @@ print("replayed: " + ", ".join(f"{name} {rows}" for name, rows in replayed.items
 # MAGIC ## 2. Coverage and anomalies
 # MAGIC
 # MAGIC `log_coverage` says which offsets are known record by record (`log`), only through a snapshot
-# MAGIC (`snapshot`), not at all (`missing`), or lie after a hole no snapshot bridges (`incomplete`: ACLs created in
-# MAGIC the hole would be unknown). `anomalies` lists what the replay found odd: snapshot mismatches, duplicate or
-# MAGIC unknown ids, divergent copies, open transactions.
+# MAGIC (`snapshot`), or not at all (`missing`: offsets no dump holds, e.g. segments retention deleted). A range of
+# MAGIC kind `incomplete` overlaps the others: there, ACLs that no dump recorded may have been live (created and
+# MAGIC removed again inside a hole, or removed by a record for an id never seen), so an answer there can miss some
+# MAGIC ACLs. An ACL a snapshot shows appearing or disappearing changed somewhere in the offsets no dump holds, so
+# MAGIC its uncertain bound lies inside the hole and answers where the log resumes are exact. `anomalies` lists what the replay found odd: gaps, snapshot
+# MAGIC mismatches, duplicate or unknown ids, divergent copies, open transactions.
 
 # COMMAND ----------
 
@@ -175,20 +179,43 @@ print("\n".join(render_acls(state.certain, "kafka-acls", state.uncertain, state.
 # MAGIC ## 4. Time-travel SQL
 # MAGIC
 # MAGIC The next cell names the lake's tables as temporary views (`acl_history`, `acl_events`, `log_coverage`,
-# MAGIC `anomalies`, `offset_times`, `metadata_records`, `quarantine`), registers the SQL table functions
-# MAGIC `acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)` and
-# MAGIC `acl_changes_between(cluster, from_offset, to_offset)`, and puts the widget values into SQL session variables
-# MAGIC (`kr_cluster`, `kr_offset`, `kr_time`, `kr_to_offset`, `kr_history_table`, `kr_history_version`), so the
-# MAGIC `%sql` cells below run as they are.
+# MAGIC `anomalies`, `offset_times`, `metadata_records`, `quarantine`) and registers these SQL table functions
+# MAGIC (offsets are log offsets; `super_users` is the broker's `super.users` text, `'User:admin;User:ops'`):
+# MAGIC
+# MAGIC | function | answers |
+# MAGIC |---|---|
+# MAGIC | `acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)` | the ACLs then, each `certain` or `uncertain` |
+# MAGIC | `acl_coverage_at(cluster, offset)`, `acl_coverage_at_time(cluster, ts)` | how far that answer can be trusted: one row with `covered` (a dump holds the offset), `complete` (no ACL that no dump recorded may have been live), `exact` (both, and no ACL of uncertain liveness), `certain_acls`, `uncertain_acls` |
+# MAGIC | `acl_changes_between(cluster, from_offset, to_offset)` | the visible changes with from < offset <= to |
+# MAGIC | `acl_who_can(cluster, operation, resource_type, resource_name, at_offset, super_users, allow_everyone)` | who could do it then, per host, through which ACLs |
+# MAGIC | `acl_what_can(cluster, principal, at_offset, super_users, allow_everyone)` | what a principal could do then |
+# MAGIC | `acl_diff(cluster, from_offset, to_offset)` | the ACLs added and removed (`maybe_*` where history is uncertain) |
+# MAGIC | `acl_access_changes(cluster, from_offset, to_offset, super_users, allow_everyone)` | the access gained and lost |
+# MAGIC | `acl_timeline(cluster, principal, resource_type, resource_name, operation, super_users, allow_everyone)` | decision intervals of a principal (resource NULL) or of a resource (principal NULL) |
+# MAGIC | `acl_risky_grants(cluster, at_offset, allow_everyone)` | risky ACLs (over all history when `at_offset` is NULL) |
+# MAGIC
+# MAGIC It also puts the widget values and the broker settings into SQL session variables (`kr_cluster`, `kr_offset`,
+# MAGIC `kr_time`, `kr_to_offset`, `kr_super_users`, `kr_allow_everyone`, `kr_history_table`, `kr_history_version`),
+# MAGIC and the two statements that need the table name or version as literals into `kr_describe_history_sql` and
+# MAGIC `kr_time_travel_sql` (`EXECUTE IMMEDIATE` takes a string literal or a variable), so the `%sql` cells below run
+# MAGIC as they are.
 
 # COMMAND ----------
 
+from pathlib import Path
+
+from replay.demo import broker_settings
+from replay.spark.audits import register_audit_functions
 from replay.spark.queries import register_sql_functions
 
 for table in ("acl_history", "acl_events", "log_coverage", "anomalies", "offset_times", "metadata_records",
               "quarantine"):
     lake.read(table).createOrReplaceTempView(table)
-print("SQL functions:", ", ".join(register_sql_functions(lake)))
+print("SQL functions:", ", ".join(register_sql_functions(lake) + register_audit_functions(spark, lake)))
+
+# The broker's super.users and allow.everyone.if.no.acl.found change answers: read them from the dump's
+# server.properties when it is there (set them here otherwise).
+super_users, allow_everyone = broker_settings(Path(dump) if os.path.isdir(dump) else None)
 
 compare = nb.parse_moment(compare_text)
 if compare is None:
@@ -198,18 +225,44 @@ elif compare[0] == "offset":
 else:
     to_offset = offset_at_time(lake, cluster, compare[1])
     to_offset = -1 if to_offset is None else to_offset
+
+# Time travel shows acl_history at a version that holds rows: the version before this run's replay when an earlier
+# replay wrote rows there (the lake as it was before this ingest: other clusters, this cluster's older history);
+# otherwise (a fresh lake, where that version is the empty table Delta created) the current version, this replay's.
+history_table = lake.table_ref("acl_history")
 history_version = lake.version("acl_history") or 0
+if (history_version_before is not None and history_version_before < history_version
+        and lake.read("acl_history", version=history_version_before).limit(1).count()):
+    time_travel_version, time_travel_why = history_version_before, "the version before this run's replay"
+else:
+    time_travel_version, time_travel_why = history_version, "the current version: no earlier version holds rows"
 session_variables = {  # name: (SQL type, SQL expression)
     "kr_cluster": ("STRING", nb.sql_literal(cluster)),
     "kr_offset": ("BIGINT", nb.sql_literal(moment_offset)),
     "kr_time": ("TIMESTAMP", f"timestamp_millis({nb.sql_literal(moment_time)})"),
     "kr_to_offset": ("BIGINT", nb.sql_literal(to_offset)),
-    "kr_history_table": ("STRING", nb.sql_literal(lake.table_ref("acl_history"))),
-    "kr_history_version": ("BIGINT", nb.sql_literal(max(history_version - 1, 0))),  # the version before this replay
+    "kr_super_users": ("STRING", nb.sql_literal(super_users)),
+    "kr_allow_everyone": ("BOOLEAN", nb.sql_literal(allow_everyone)),
+    "kr_history_table": ("STRING", nb.sql_literal(history_table)),
+    "kr_history_version": ("BIGINT", nb.sql_literal(time_travel_version)),
+    "kr_describe_history_sql": ("STRING", nb.sql_literal(f"DESCRIBE HISTORY {history_table}")),
+    "kr_time_travel_sql": ("STRING", nb.sql_literal(
+        f"SELECT {time_travel_version} AS version, cluster_id, count(*) AS lifetimes, "
+        f"count_if(valid_to_offset IS NULL) AS live_at_end FROM {history_table} VERSION AS OF {time_travel_version} "
+        "GROUP BY cluster_id ORDER BY cluster_id")),
 }
-for name, (sql_type, expression) in session_variables.items():
-    spark.sql(f"DECLARE OR REPLACE VARIABLE {name} {sql_type} DEFAULT {expression}")
-display(spark.sql("SELECT " + ", ".join(session_variables)))
+display(nb.declare_sql_variables(spark, session_variables))
+print(f"time travel reads acl_history version {time_travel_version}: {time_travel_why}")
+
+# COMMAND ----------
+
+# MAGIC %sql
+# MAGIC -- How far the answers can be trusted, at the audit moment, at the compared moment and at offset 0 (the start of
+# MAGIC -- the log, which retention usually deleted). covered: a dump holds the offset; complete: no ACL that no dump
+# MAGIC -- recorded may have been live there; exact: both, and no ACL of uncertain liveness (uncertain_acls = 0)
+# MAGIC SELECT 'audit moment' AS moment, * FROM acl_coverage_at(kr_cluster, kr_offset)
+# MAGIC UNION ALL SELECT 'compared moment', * FROM acl_coverage_at(kr_cluster, kr_to_offset)
+# MAGIC UNION ALL SELECT 'start of the log', * FROM acl_coverage_at(kr_cluster, 0)
 
 # COMMAND ----------
 
@@ -235,7 +288,7 @@ display(spark.sql("SELECT " + ", ".join(session_variables)))
 # MAGIC -- Every change after the audit moment, up to the compared moment (an inexact change happened somewhere in
 # MAGIC -- [offset_min, offset], inside a hole)
 # MAGIC SELECT offset, offset_min, exact, timestamp_millis(time) AS time, change, cause, principal, operation,
-# MAGIC        permission_type, resource_type, resource_name, pattern_type, host
+# MAGIC        permission_type, resource_type, resource_name, pattern_type, host, acl_id
 # MAGIC FROM acl_changes_between(kr_cluster, kr_offset, kr_to_offset)
 # MAGIC ORDER BY offset
 
@@ -256,17 +309,16 @@ display(spark.sql("SELECT " + ", ".join(session_variables)))
 
 # MAGIC %sql
 # MAGIC -- Delta's own history of the lake table: one commit per ingest or replay, with what it covered in userMetadata
-# MAGIC EXECUTE IMMEDIATE 'DESCRIBE HISTORY ' || kr_history_table
+# MAGIC EXECUTE IMMEDIATE kr_describe_history_sql
 
 # COMMAND ----------
 
 # MAGIC %sql
-# MAGIC -- Delta time travel: the lifetimes per cluster as the lake held them one version before this run's replay
-# MAGIC -- (VERSION AS OF needs a literal, hence EXECUTE IMMEDIATE)
-# MAGIC EXECUTE IMMEDIATE
-# MAGIC   'SELECT ' || kr_history_version || ' AS version, cluster_id, count(*) AS lifetimes, '
-# MAGIC   || 'count_if(valid_to_offset IS NULL) AS live_at_end FROM ' || kr_history_table
-# MAGIC   || ' VERSION AS OF ' || kr_history_version || ' GROUP BY cluster_id ORDER BY cluster_id'
+# MAGIC -- Delta time travel: the lifetimes per cluster as acl_history held them at version kr_history_version, which is
+# MAGIC -- the version before this run's replay when an earlier replay wrote rows (what the lake knew before this
+# MAGIC -- ingest), else the current one (on a fresh lake the earlier version is the empty table Delta created).
+# MAGIC -- VERSION AS OF needs a literal, so the setup cell of this section builds the statement.
+# MAGIC EXECUTE IMMEDIATE kr_time_travel_sql
 
 # COMMAND ----------
 
@@ -274,24 +326,34 @@ display(spark.sql("SELECT " + ", ".join(session_variables)))
 # MAGIC ## 5. Who could access the resource then?
 # MAGIC
 # MAGIC `replay.spark.audits.who_can`: every principal (and *everyone*) that could perform the operation on the
-# MAGIC resource at the audit moment, per host, decided with Kafka's rules, with the ACLs that decided it.
+# MAGIC resource at the audit moment, per host, decided with Kafka's rules and the broker's `super.users` and
+# MAGIC `allow.everyone.if.no.acl.found`, with the ACLs that decided it. The `%sql` cell after it asks the same from
+# MAGIC SQL with `acl_who_can`.
 
 # COMMAND ----------
 
-from pathlib import Path
-
-from replay.demo import broker_settings, busiest_resource, who_could_access_lines
+from replay.demo import busiest_resource, who_could_access
 
 if resource_text:
     _rtype, _, _rname = resource_text.partition(":")
     resource = (_rtype.strip().upper(), _rname.strip())
-else:
-    resource = busiest_resource(lake, cluster, moment_offset)
-# The broker's super.users and allow.everyone.if.no.acl.found change answers: read them from the dump's
-# server.properties when it is there (set them here otherwise).
-super_users, allow_everyone = broker_settings(Path(dump) if os.path.isdir(dump) else None)
-print("\n".join(who_could_access_lines(spark, lake, cluster, moment_offset, resource, super_users, allow_everyone)))
+else:  # the busiest literal topic then; with none, what holds for every topic (the LITERAL `*` pattern)
+    resource = busiest_resource(lake, cluster, moment_offset) or ("TOPIC", "*")
+who = who_could_access(spark, lake, cluster, moment_offset, resource, super_users, allow_everyone)
+print("\n".join(who.lines()))
+nb.declare_sql_variables(spark, {"kr_operation": ("STRING", nb.sql_literal(who.operation)),
+                                 "kr_resource_type": ("STRING", nb.sql_literal(who.resource_type)),
+                                 "kr_resource_name": ("STRING", nb.sql_literal(who.resource_name))})
 # The same as a DataFrame (and the temporary view `who_can` for SQL): replay.spark.audits.who_can(...)
+
+# COMMAND ----------
+
+# MAGIC %sql
+# MAGIC -- The same decision audit from SQL: who could do kr_operation on kr_resource_type kr_resource_name as of
+# MAGIC -- kr_offset, with the broker's super.users (kr_super_users) and allow.everyone.if.no.acl.found (kr_allow_everyone)
+# MAGIC SELECT who, from_host, decision, certain, reason, deciding_acl_ids, via
+# MAGIC FROM acl_who_can(kr_cluster, kr_operation, kr_resource_type, kr_resource_name, kr_offset, kr_super_users,
+# MAGIC                  kr_allow_everyone)
 
 # COMMAND ----------
 
@@ -299,7 +361,8 @@ print("\n".join(who_could_access_lines(spark, lake, cluster, moment_offset, reso
 # MAGIC ## 6. What changed between the two moments?
 # MAGIC
 # MAGIC `replay.spark.audits`: the ACLs added and removed (`acl_changes`, also the temporary view `acl_diff`) and
-# MAGIC the access gained and lost (`access_changes`, view `access_diff`).
+# MAGIC the access gained and lost (`access_changes`, view `access_diff`). From SQL: `acl_diff(cluster, from, to)` and
+# MAGIC `acl_access_changes(cluster, from, to, super_users, allow_everyone)`.
 
 # COMMAND ----------
 
@@ -308,12 +371,21 @@ from replay.spark.audits import access_changes, acl_changes
 print(f"Changes after offset {moment_offset} ({format_time(moment_time)}) up to offset {to_offset} "
       f"({format_time(time_of_offset(lake, cluster, to_offset))}):")
 acl_diff = acl_changes(spark, lake, cluster, moment_offset, to_offset, view="acl_diff")
-display(acl_diff.select("change", "certain", "resource_type", "pattern_type", "resource_name", "principal", "host",
-                        "operation", "permission_type"))
+display(acl_diff.select("change", "certain", "acl_id", "resource_type", "pattern_type", "resource_name", "principal",
+                        "host", "operation", "permission_type"))
 access_diff = access_changes(spark, lake, cluster, moment_offset, to_offset, super_users, allow_everyone,
                              view="access_diff")
-display(access_diff.select("change", "certain", "who", "host", "operation", "resource_type", "resource_name",
-                           "before_decision", "after_decision"))
+display(access_diff.select("change", "certain", "who", "principal", "host", "operation", "resource_type",
+                           "resource_name", "before_decision", "after_decision"))
+
+# COMMAND ----------
+
+# MAGIC %sql
+# MAGIC -- The ACL changes counted, from the SQL function acl_diff (maybe_added / maybe_removed where history is uncertain)
+# MAGIC SELECT change, certain, count(*) AS acls
+# MAGIC FROM acl_diff(kr_cluster, kr_offset, kr_to_offset)
+# MAGIC GROUP BY change, certain
+# MAGIC ORDER BY change, certain
 
 # COMMAND ----------
 
@@ -321,8 +393,12 @@ display(access_diff.select("change", "certain", "who", "host", "operation", "res
 # MAGIC ## 7. Plots
 # MAGIC
 # MAGIC Computed from small aggregates in Spark (offsets and times bucketed before anything is collected), so they
-# MAGIC stay cheap on long logs. The dashed line is the audit moment; orange bands are ACLs that may or may not
-# MAGIC have been live (history has a gap there); grey spans are offsets no dump holds.
+# MAGIC stay cheap on long logs: the ACL count over offsets and over time, the ACL changes per day, and one principal's
+# MAGIC access timeline. The changes are counted per day when they span at least two days; over a shorter span per
+# MAGIC the shortest period that fits (seconds to hours), and the plot's title says which period and why. The dashed
+# MAGIC line is the audit moment; orange bands are ACLs that may or may not have been live (their creation or removal
+# MAGIC lies inside a hole); grey spans are offsets no dump holds; hatched spans are where the history is incomplete
+# MAGIC (ACLs that no dump recorded may have been live there).
 
 # COMMAND ----------
 
@@ -332,7 +408,7 @@ principal = principal or plots.busiest_principal(lake, cluster) or "User:*"
 figures = {
     "acl_count_by_offset": plots.acl_count_figure(lake, cluster, "offset", mark=moment_offset),
     "acl_count_by_time": plots.acl_count_figure(lake, cluster, "time", mark=moment_time),
-    "changes_per_period": plots.changes_figure(lake, cluster, "auto", mark=moment_time),
+    "changes_per_day": plots.changes_per_day_figure(lake, cluster, mark=moment_time),
     "principal_timeline": plots.principal_timeline_figure(lake, cluster, principal, mark=moment_time),
 }
 for name, fig in figures.items():

@@ -9,8 +9,10 @@
    "what changed between two moments" question with their answers, and where the tables are.
 3. Writes the plots as PNG files (`./demo-output/*.png` by default), with the full ACL listing next to them.
 
-When no sample dumps can be found (an installed wheel without the repository), it writes a synthetic dump with
-`replay.kafka.synth` into the output directory and says so.
+Without sample dumps (an installed wheel: the samples live in the repository's `data/`, and the wheel ships none)
+the demo falls back to a **synthetic** dump: made-up ACLs written by `replay.kafka.synth` into the output directory
+(segments, two snapshots, a retention hole), not a real Kafka log. It says so at the start of the tour; give
+`--data DIR` or `$KRAFT_REPLAY_DATA` to use real dumps.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ def _has_metadata_files(directory: Path) -> bool:
 
 
 def data_dir_candidates() -> list[Path]:
-    """Where the sample dumps may be: `$KRAFT_REPLAY_DATA`, `data/` next to the repository root (a source checkout),
-    `data/` inside the installed package, `./data`."""
+    """Where the sample dumps may be: `$KRAFT_REPLAY_DATA`, `data/` next to the package (the repository root in a
+    source checkout), `replay/data/` (packaged samples: none exist today, so a wheel finds nothing there), `./data`."""
     package = Path(__file__).resolve().parent
     out = []
     if os.environ.get(DATA_ENV):
@@ -87,6 +89,34 @@ def synthetic_sample(directory: str, seed: int = 7) -> Path:
 
 def _has_sample(path: Path) -> bool:
     return path.is_dir() and _has_metadata_files(path)
+
+
+@dataclass
+class Samples:
+    """The dumps the demo ingests, where they came from, and what the tour says about them."""
+
+    dirs: list[Path]
+    synthetic: bool
+    note: str
+
+
+def locate_samples(data: str | None, out_dir: str) -> Samples:
+    """The sample dumps under `data` (default: `default_data_dir()`); without any, a synthetic dump in `out_dir`.
+    An explicit `data` without dumps raises FileNotFoundError."""
+    found = data or default_data_dir()
+    dirs = sample_dirs(found) if found else []
+    if data and not dirs:
+        raise FileNotFoundError(f"no sample dumps under {data} (expected subdirectories holding "
+                                "__cluster_metadata-0/ or *.log / *.checkpoint files)")
+    if dirs:
+        return Samples(dirs, False, f"Sample dumps in {found}: {', '.join(p.name for p in dirs)} (real Kafka "
+                                    "metadata logs; see data/README.md).")
+    synthetic = synthetic_sample(out_dir)
+    looked = ", ".join(str(p) for p in data_dir_candidates())
+    return Samples([synthetic], True,
+                   f"No sample dumps found (looked in {looked}).\nFalling back to a SYNTHETIC dump written to "
+                   f"{synthetic}: made-up ACLs from replay.kafka.synth, not a real Kafka log. For real dumps give "
+                   f"--data DIR or set ${DATA_ENV} (the repository's data/ holds three).")
 
 
 def featured_cluster(clusters: Sequence[str]) -> str:
@@ -176,23 +206,16 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     tour = _Tour(out)
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
-    data = args.data or default_data_dir()
-    samples = sample_dirs(data) if data else []
-    if args.data and not samples:
-        print(f"kraft-replay demo: no sample dumps under {args.data} (expected subdirectories holding "
-              "__cluster_metadata-0/ or *.log / *.checkpoint files)", file=sys.stderr)
+    try:
+        located = locate_samples(args.data, out_dir)
+    except FileNotFoundError as err:
+        print(f"kraft-replay demo: {err}", file=sys.stderr)
         return 2
-    synthetic = not samples
-    if synthetic:
-        samples = [synthetic_sample(out_dir)]
+    samples = located.dirs
 
     tour.section("kraft-acl-replay demo")
-    if synthetic:
-        tour.say("No sample dumps found (looked in " + ", ".join(str(p) for p in data_dir_candidates())
-                 + f"); using a synthetic dump written to {samples[0]}.")
-    else:
-        tour.say(f"Sample dumps in {data}: {', '.join(p.name for p in samples)} (real Kafka metadata logs; "
-                 "see data/README.md).")
+    for line in located.note.splitlines():
+        tour.say(line)
     spark = get_spark(master=args.master)
     lake = Lake(spark, args.lake)
     tour.say(f"Lake: {lake.location}")
@@ -229,10 +252,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     listing_path = os.path.join(out_dir, f"acls-{cluster}-at-offset-{state.offset}.txt")
     with open(listing_path, "w", encoding="utf-8") as f:
         f.write("\n".join(listing) + "\n")
-    certainty = "exact" if state.exact else (
-        f"not certain: {len(state.uncertain)} ACL(s) may or may not have been live"
-        + ("" if state.covered else "; the offset is in a hole")
-        + ("" if state.complete else "; ACLs that no dump recorded may have been live then"))
+    doubts = ([f"{len(state.uncertain)} ACL(s) may or may not have been live"] if state.uncertain else []) + (
+        [] if state.covered else ["no dump holds this offset"]) + (
+        [] if state.complete else ["ACLs that no dump recorded may have been live then"])
+    certainty = "exact" if state.exact else "not certain: " + "; ".join(doubts)
     tour.say(f"{len(state.certain)} ACL(s) certainly live at offset {state.offset} ({certainty}). "
              "As `kafka-acls --list` would have printed them:")
     for line in listing[:LISTING_LINES]:
@@ -262,14 +285,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                    os.path.join(out_dir, "acl-count-by-offset.png")),
         plots.save(plots.acl_count_figure(lake, cluster, "time", mark=moment.time),
                    os.path.join(out_dir, "acl-count-by-time.png")),
-        plots.save(plots.changes_figure(lake, cluster, "auto", mark=moment.time),
-                   os.path.join(out_dir, "changes-per-period.png")),
     ]
+    changes = plots.changes_per_day_figure(lake, cluster, mark=moment.time)
+    made.append(plots.save(changes, os.path.join(out_dir, "changes-per-period.png")))
     if principal:
         made.append(plots.save(plots.principal_timeline_figure(lake, cluster, principal, mark=moment.time),
                                os.path.join(out_dir, "principal-timeline.png")))
     for path in made:
         tour.say(f"wrote {path}")
+    tour.say("(the changes plot: " + changes.axes[0].get_title().replace("\n", " ") + ")")
     if principal:
         tour.say(f"(the timeline shows {principal}, the principal named by the most ACLs of {cluster})")
 
@@ -322,22 +346,53 @@ def busiest_resource(lake: Any, cluster: str, offset: int) -> tuple[str, str] | 
     return None if row is None else (str(row["resource_type"]), str(row["resource_name"]))
 
 
+def default_operation(resource_type: str) -> str:
+    """The operation the tour asks about for a resource type (READ for topics and groups)."""
+    return _OPERATION.get(resource_type, "DESCRIBE")
+
+
+@dataclass
+class WhoCanAnswer:
+    """One who-could-access question (`replay.spark.audits.audit_who_can`) and its rows."""
+
+    offset: int
+    operation: str
+    resource_type: str
+    resource_name: str
+    super_users: str
+    allow_everyone: bool
+    rows: list[dict[str, Any]]
+
+    def lines(self) -> list[str]:
+        from replay.spark.audits import render_audit
+
+        head = (f"Who could {self.operation} {self.resource_type} {self.resource_name!r} as of offset {self.offset} "
+                f"(super.users={self.super_users or '(none)'}, "
+                f"allow.everyone.if.no.acl.found={str(self.allow_everyone).lower()}):")
+        return [head, *("  " + line for line in render_audit(self.rows, "who_can"))]
+
+
+def who_could_access(spark: Any, lake: Any, cluster: str, offset: int, resource: tuple[str, str],
+                     super_users: str = "", allow_everyone: bool = False, operation: str | None = None
+                     ) -> WhoCanAnswer:
+    """Who could perform `operation` (default: `default_operation`) on `resource` (type, name) at `offset`."""
+    from replay.spark.audits import audit_who_can
+
+    rtype, name = resource
+    op = operation or default_operation(rtype)
+    rows = audit_who_can(spark, lake, cluster, op, rtype, name, offset=offset, super_users=super_users,
+                         allow_everyone=allow_everyone)
+    return WhoCanAnswer(offset, op, rtype, name, super_users, allow_everyone, rows)
+
+
 def who_could_access_lines(spark: Any, lake: Any, cluster: str, offset: int, resource: tuple[str, str] | None = None,
                            super_users: str = "", allow_everyone: bool = False, operation: str | None = None
                            ) -> list[str]:
-    """`replay.spark.audits.who_can` for the resource (default: the busiest literal topic then), as a table."""
-    from replay.spark.audits import audit_who_can, render_audit
-
+    """`who_could_access` for the resource (default: the busiest literal topic then), as a table."""
     resource = resource or busiest_resource(lake, cluster, offset)
     if resource is None:
         return [f"no literal resource has ALLOW ACLs at offset {offset}"]
-    rtype, name = resource
-    op = operation or _OPERATION.get(rtype, "DESCRIBE")
-    rows = audit_who_can(spark, lake, cluster, op, rtype, name, offset=offset, super_users=super_users,
-                         allow_everyone=allow_everyone)
-    head = (f"Who could {op} {rtype} {name!r} as of offset {offset} (super.users={super_users or '(none)'}, "
-            f"allow.everyone.if.no.acl.found={str(allow_everyone).lower()}):")
-    return [head, *("  " + line for line in render_audit(rows, "who_can"))]
+    return who_could_access(spark, lake, cluster, offset, resource, super_users, allow_everyone, operation).lines()
 
 
 def what_changed_lines(spark: Any, lake: Any, cluster: str, start: int, end: int, super_users: str = "",

@@ -300,6 +300,14 @@ def sql_literal(value: Any) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def declare_sql_variables(spark: Any, variables: Mapping[str, tuple[str, str]]) -> Any:
+    """`DECLARE OR REPLACE VARIABLE name type DEFAULT expression` for each `name: (type, SQL expression)`; returns
+    a one-row DataFrame of their values."""
+    for name, (sql_type, expression) in variables.items():
+        spark.sql(f"DECLARE OR REPLACE VARIABLE {name} {sql_type} DEFAULT {expression}")
+    return spark.sql("SELECT " + ", ".join(variables))
+
+
 def parse_moment(text: str) -> tuple[str, int] | None:
     """An audit moment as typed in a widget: `("offset", N)` for a plain number below 10^11 (a log offset),
     `("time", ms)` for epoch milliseconds (larger numbers) or ISO-8601 (`2026-11-20T14:02:00Z`; no zone = UTC),

@@ -12,7 +12,7 @@ Output: the request columns plus
 | `reason` | `super_user`, `matching_deny`, `matching_allow`, `no_matching_acl`, `allow_everyone`, `uncertain_history`, `invalid_request`, `kafka_error` |
 | `deciding_acl_ids` | the ACLs that decided it (sorted): the matching DENYs, the matching ALLOWs, ... |
 | `uncertain_acl_ids` | matching ACLs whose liveness at that offset is uncertain (history has a gap there) |
-| `coverage` | `complete`, `incomplete` (an unbridged hole before: unknown ACLs may exist) or `not_covered` |
+| `coverage` | `complete`, `incomplete` (ACLs that no dump recorded may have been live) or `not_covered` |
 | `error` | why the answer is `ERROR` (an invalid request, or what Kafka throws) |
 
 How (spec/standard-authorizer.md §1.3, §1.4): the work is done once per *distinct* key (cluster, principal, rendered
@@ -37,8 +37,8 @@ Certainty (gaps in history): a state is any choice of the uncertain lifetimes. D
 live matching DENY exists, or no possibly live matching ALLOW exists and (a certainly live candidate exists or the
 default is deny). ALLOWED is certain iff no possibly live matching DENY exists and (a certainly live matching ALLOW
 exists, or the default is allow and every possibly live candidate is a matching ALLOW). Otherwise UNKNOWN. Where
-the offset is not covered by the log or a snapshot, or lies after an unbridged hole (`incomplete`), ACLs we never
-saw may exist: only a certain matching DENY stays certain (and super users, who need no ACL).
+the offset is not covered by the log or a snapshot, or lies in an `incomplete` range (ACLs that no dump recorded,
+created and removed again inside a hole, may have been live), ACLs we never saw may exist: only a certain matching DENY stays certain (and super users, who need no ACL).
 
 `authorizeByResourceType` (KIP-679, spec §2) for requests whose `resource_name` is null: the probe `authorize` of
 the name `hardcode`, then (as Kafka 4.3.1's `AclCache.acls` builds every `AclBinding` first) `ERROR` /

@@ -379,6 +379,8 @@ def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, in
     out: list[tuple[str, int]] = []
     for root in roots:
         local = local_path_of(root)
+        if local is not None and not os.path.exists(local) and _scheme(root) is None:
+            local = None  # not on this machine: Spark resolves it on its default filesystem (DBFS, HDFS, ...)
         if local is not None:
             if not os.path.exists(local):
                 raise IngestError(f"{root} does not exist")
@@ -394,6 +396,9 @@ def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, in
             try:
                 out += _listing(spark, [root])
             except Exception as e:
+                if _scheme(root) is None:
+                    raise IngestError(f"{root} does not exist (neither here nor on Spark's default filesystem)"
+                                      ) from e
                 raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
     return out
 
@@ -1174,6 +1179,11 @@ def ingest(
         if not report.files:
             raise IngestError(f"no metadata log files under {', '.join(map(str, path_list))} "
                               f"({len(report.ignored)} other file(s) ignored)")
+        if not streams and problems.get(ProblemKind.UNREADABLE_FILE.value, 0) >= len(report.files):
+            raise IngestError(
+                f"the executors could not open any of the {len(report.files)} input file(s); nothing was written. "
+                "On a cluster the dumps must be where every node can read them (object storage, HDFS, a shared "
+                "mount, or /Volumes on Databricks), not on the driver's local disk")
         if strict and report.problems:
             first = (
                 decoded.filter(F.col("row_type") == "Q")

@@ -11,9 +11,12 @@ The figures:
 
 * `acl_count_figure(lake, cluster, by="offset" | "time")`: how many ACLs were live, as a step line over offsets or
   over time. Where history has holes (DESIGN.md §3.5) a band shows how many *may* have been live on top of the
-  ones that certainly were, and grey spans mark the offsets no dump holds.
-* `changes_figure(lake, cluster, period="day" | "auto" | ...)`: ACL creates (up) and removes (down) per period;
-  changes whose exact offset is unknown (they happened somewhere inside a hole) are hatched.
+  ones that certainly were, grey spans mark the offsets no dump holds, and hatched spans where the history is
+  incomplete (ACLs that no dump recorded may have been live there).
+* `changes_figure(lake, cluster, period="day" | "auto" | DAY_IF_LONG | ...)`: ACL creates (up) and removes (down)
+  per period; changes whose exact offset is unknown (they happened somewhere inside a hole) are hatched.
+  `changes_per_day_figure` counts per day when the history spans at least two days, else per the `auto` period,
+  and says which in its title.
 * `principal_timeline_figure(lake, cluster, principal)`: one horizontal bar per ACL lifetime that names the
   principal (and `User:*`), solid where it was certainly live and hatched where a bound is uncertain.
 
@@ -47,6 +50,10 @@ _INCOMPLETE = "#e57373"
 _ALLOW = "#2e7d32"
 _DENY = "#c62828"
 
+DAY_MS = 86_400_000
+# `changes_data` period: per day when the cluster's history spans at least DAILY_MIN_SPAN_MS, else `auto`.
+DAY_IF_LONG = "day_if_long"
+DAILY_MIN_SPAN_MS = 2 * DAY_MS
 # Periods `changes_data(period="auto")` chooses from, smallest first: (name, milliseconds).
 PERIODS: list[tuple[str, int]] = [
     ("second", 1_000), ("10 seconds", 10_000), ("minute", 60_000), ("10 minutes", 600_000), ("hour", 3_600_000),
@@ -261,7 +268,7 @@ def draw_acl_count(series: CountSeries, mark: float | None = None, title: str | 
         handles.append(Patch(color=_GAP, alpha=0.3, label="offsets in no dump (retention hole)"))
     if "incomplete" in kinds:
         handles.append(Patch(facecolor="none", edgecolor=_INCOMPLETE, hatch="..",
-                             label="after an unbridged hole (ACLs created there may be unknown)"))
+                             label="incomplete: ACLs that no dump recorded may have been live"))
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize="small")
     unit = "time (UTC)" if is_time else "metadata log offset"
     bucket = ""
@@ -300,6 +307,7 @@ class ChangeCounts:
     removes: list[int] = field(default_factory=list)
     creates_inexact: list[int] = field(default_factory=list)  # happened somewhere inside a hole
     removes_inexact: list[int] = field(default_factory=list)
+    why: str = ""  # why this period, for DAY_IF_LONG (shown in the title)
 
     @property
     def total(self) -> int:
@@ -314,17 +322,31 @@ def choose_period(span_ms: int, max_bars: int = DEFAULT_MAX_BARS) -> tuple[str, 
     return PERIODS[-1]
 
 
+def _time_span(df: DataFrame) -> int:
+    r = df.agg(F.min("time").alias("lo"), F.max("time").alias("hi")).first()
+    return 0 if r is None or r["lo"] is None else int(r["hi"]) - int(r["lo"])
+
+
 def changes_data(lake: Any, cluster: str, period: str = "auto", max_bars: int = DEFAULT_MAX_BARS) -> ChangeCounts:
-    """Creates and removes per period, counted in Spark. `period`: `auto` or a name in `PERIODS` (e.g. `day`)."""
+    """Creates and removes per period, counted in Spark. `period`: a name in `PERIODS` (e.g. `day`), `auto` (the
+    smallest giving at most `max_bars` bars over the changes' span), or `DAY_IF_LONG` (`day` when the history in
+    `offset_times` spans at least two days, else `auto`)."""
     ev = _cluster_rows(lake, "acl_events", cluster).where(F.col("time").isNotNull())
-    if period == "auto":
-        r = ev.agg(F.min("time").alias("lo"), F.max("time").alias("hi")).first()
-        span = 0 if r is None or r["lo"] is None else int(r["hi"]) - int(r["lo"])
-        name, ms = choose_period(span, max_bars)
+    why = ""
+    if period == DAY_IF_LONG:
+        history = _time_span(_cluster_rows(lake, "offset_times", cluster))
+        if history >= DAILY_MIN_SPAN_MS:
+            name, ms = "day", DAY_MS
+            why = f"per day: the history spans {_duration(history)}"
+        else:
+            name, ms = choose_period(_time_span(ev), max_bars)
+            why = f"not per day: the history spans {_duration(history)}, under {_duration(DAILY_MIN_SPAN_MS)}"
+    elif period == "auto":
+        name, ms = choose_period(_time_span(ev), max_bars)
     else:
         known = dict(PERIODS)
         if period not in known:
-            raise ValueError(f"unknown period {period!r}; choose auto or one of {', '.join(known)}")
+            raise ValueError(f"unknown period {period!r}; choose auto, {DAY_IF_LONG} or one of {', '.join(known)}")
         name, ms = period, known[period]
     b = (F.floor(F.col("time") / ms) * ms).cast("long")
 
@@ -335,7 +357,7 @@ def changes_data(lake: Any, cluster: str, period: str = "auto", max_bars: int = 
             .agg(count("CREATE", True).alias("c"), count("REMOVE", True).alias("r"),
                  count("CREATE", False).alias("ci"), count("REMOVE", False).alias("ri"))
             .orderBy("start").limit(5000).collect())
-    out = ChangeCounts(cluster, name, ms)
+    out = ChangeCounts(cluster, name, ms, why=why)
     if not rows:
         return out
     by_start = {int(r["start"]): r for r in rows}
@@ -380,8 +402,9 @@ def draw_changes(counts: ChangeCounts, mark: float | None = None, title: str | N
             if not ("unknown offset" in lab and not (sum(counts.creates_inexact) + sum(counts.removes_inexact)))]
     fig.legend([h for h, _ in keep], [lab for _, lab in keep], loc="outside lower center", ncol=2,
                fontsize="small")
+    why = f"\n({counts.why})" if counts.why else ""
     ax.set_title(title or f"ACL changes per {counts.period} on cluster {counts.cluster} "
-                          f"({counts.total} in all; creates up, removes down)")
+                          f"({counts.total} in all; creates up, removes down){why}")
     ax.set_xlabel("time (UTC)")
     ax.set_ylabel(f"changes per {counts.period}")
     ax.grid(True, axis="y", alpha=0.3)
@@ -395,7 +418,7 @@ def draw_changes(counts: ChangeCounts, mark: float | None = None, title: str | N
 
 def changes_figure(lake: Any, cluster: str, period: str = "day", max_bars: int = DEFAULT_MAX_BARS,
                    mark: float | None = None, path: str | None = None) -> Figure:
-    """Creates vs removes per `period` (`day` by default; `auto` picks one that gives at most `max_bars` bars)."""
+    """Creates vs removes per `period` (see `changes_data`; `day` by default)."""
     fig = draw_changes(changes_data(lake, cluster, period, max_bars), mark=mark)
     if path:
         save(fig, path)
@@ -403,7 +426,8 @@ def changes_figure(lake: Any, cluster: str, period: str = "day", max_bars: int =
 
 
 def changes_per_day_figure(lake: Any, cluster: str, mark: float | None = None, path: str | None = None) -> Figure:
-    return changes_figure(lake, cluster, "day", mark=mark, path=path)
+    """Changes per day when the history spans at least two days, else per the `auto` period (the title says which)."""
+    return changes_figure(lake, cluster, DAY_IF_LONG, mark=mark, path=path)
 
 
 # ---- one principal's access timeline -----------------------------------------------------------------------------

@@ -160,11 +160,13 @@ def register_sql_functions(lake: Any) -> list[str]:
         "WITH k AS (SELECT max(CASE WHEN c.kind IN ('log', 'snapshot') THEN 1 ELSE 0 END) AS known, "
         "max(CASE WHEN c.kind = 'incomplete' THEN 1 ELSE 0 END) AS unsure FROM {cov} c{also} WHERE c.cluster_id = cluster "
         "AND c.start_offset <= {at} AND c.end_offset >= {at}), "
-        "n AS (SELECT count_if({live}) AS certain, count_if(({maybe}) AND NOT ({live})) AS uncertain "
-        "FROM {hist} h{also} WHERE h.cluster_id = cluster) "
+        # counts filter in WHERE: Spark rejects aggregates whose argument mixes parameters and columns
+        "s AS (SELECT count(*) AS certain FROM {hist} h{also} WHERE h.cluster_id = cluster AND {live}), "
+        "u AS (SELECT count(*) AS uncertain FROM {hist} h{also} WHERE h.cluster_id = cluster "
+        "AND ({maybe}) AND NOT ({live})) "
         "SELECT {at} AS as_of_offset, coalesce(k.known, 0) = 1 AS covered, coalesce(k.unsure, 0) = 0 AS complete, "
-        "coalesce(k.known, 0) = 1 AND coalesce(k.unsure, 0) = 0 AND n.uncertain = 0 AS exact, "
-        "n.certain AS certain_acls, n.uncertain AS uncertain_acls FROM k, n{also}"
+        "coalesce(k.known, 0) = 1 AND coalesce(k.unsure, 0) = 0 AND u.uncertain = 0 AS exact, "
+        "s.certain AS certain_acls, u.uncertain AS uncertain_acls FROM k, s, u{also}"
     )
     coverage_returns = ("as_of_offset BIGINT, covered BOOLEAN, complete BOOLEAN, exact BOOLEAN, certain_acls BIGINT, "
                         "uncertain_acls BIGINT")

@@ -371,6 +371,30 @@ def test_nothing_to_read(spark: Any, tmp_path: Any) -> None:
 
 
 @pytest.mark.spark
+def test_files_no_executor_can_open_fail_the_ingest(spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    """A cluster whose executors cannot see the driver's disk: every file is unreadable there, and the ingest says
+    so instead of writing an empty history."""
+    import dataclasses
+
+    import replay.spark.ingest as ingest_module
+
+    dump = write_dump(str(tmp_path / "dump"))
+    real = ingest_module.decode_plan
+
+    def elsewhere(spark_: Any, plan: list[PlannedFile], counters: Any = None) -> Any:
+        moved = [dataclasses.replace(f, local_path=str(tmp_path / "not-on-the-executors" / os.path.basename(f.uri)))
+                 for f in plan]
+        return real(spark_, moved, counters)
+
+    monkeypatch.setattr(ingest_module, "decode_plan", elsewhere)
+    lake = Lake(spark, str(tmp_path / "lake"))
+    with pytest.raises(IngestError, match="could not open any of the"):
+        ingest(spark, [dump], "c1", lake, progress=False)
+    assert not lake.exists(METADATA_RECORDS)
+
+
+@pytest.mark.spark
 def test_concurrent_ingests_in_one_session(spark: Any, tmp_path: Any) -> None:
     """Ingests running at once from threads of one session: each commit carries its own userMetadata, and the same
     dump ingested twice at once still lands once (a MERGE conflict is retried)."""
