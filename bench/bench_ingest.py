@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"kraft-replay ingest (decode on the executors, Delta MERGE): {secs:,.1f} s, "
               f"{records / secs:,.0f} records/s, peak RSS {peak} (driver {args.memory}), exit {rc}")
         secs_r, peak_r, rc_r = measure([*cli, "replay", *lake], env)
-        print(f"kraft-replay replay (Spark replay into the four tables): {secs_r:,.1f} s, peak RSS {peak_r}, "
+        print(f"kraft-replay replay (the Spark replay into the five replay tables): {secs_r:,.1f} s, peak RSS {peak_r}, "
               f"exit {rc_r}")
 
         from replay.harness import jvm

@@ -333,14 +333,24 @@ def broker_settings(sample: Path | None) -> tuple[str, bool]:
 
 
 def busiest_resource(lake: Any, cluster: str, offset: int) -> tuple[str, str] | None:
-    """The literal topic (else any literal resource) with the most READ/WRITE/ALL ALLOW ACLs live at `offset`."""
+    """The literal topic (else any literal resource) with the most ALLOW ACLs live at `offset` for the operation the
+    tour asks about there (`default_operation`, or ALL) from a host a client can present, so that the question has
+    someone allowed to answer."""
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
+    from replay.spark.authorize import register_host_function
     from replay.spark.queries import state_frame
 
+    host_of = register_host_function(lake.spark)
+    asked = reduce(lambda a, b: a | b, [(F.col("resource_type") == t) & F.col("operation").isin(op, "ALL")
+                                        for t, op in _OPERATION.items()])
+    matchable = (F.col("host") == "*") | F.coalesce(F.call_function(host_of, "host").getField("host") == F.col("host"),
+                                                    F.lit(False))
     live = state_frame(lake, cluster, offset).where(
-        (F.col("pattern_type") == "LITERAL") & (F.col("resource_name") != "*")
-        & F.col("operation").isin("READ", "WRITE", "ALL") & (F.col("permission_type") == "ALLOW"))
+        (F.col("pattern_type") == "LITERAL") & (F.col("resource_name") != "*") & asked & matchable
+        & (F.col("permission_type") == "ALLOW"))
     row = (live.groupBy("resource_type", "resource_name").count()
            .orderBy((F.col("resource_type") != "TOPIC").cast("int"), F.desc("count"), "resource_name").first())
     return None if row is None else (str(row["resource_type"]), str(row["resource_name"]))

@@ -93,14 +93,14 @@ class Problem:
         return self.kind in NOTICE_KINDS
 
     def describe(self) -> str:
-        where = [self.file or "<input>"]
+        where = [self.file] if self.file else []  # replay findings (gaps, mismatches) belong to no file
         if self.line is not None:
             where.append(f"line {self.line}")
         if self.position is not None:
             where.append(f"byte {self.position}")
         if self.offset is not None:
             where.append(f"offset {self.offset}")
-        return f"{self.kind.value}: {', '.join(where)}: {self.message}"
+        return f"{self.kind.value}: {', '.join(where)}: {self.message}" if where else f"{self.kind.value}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

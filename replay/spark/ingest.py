@@ -45,7 +45,9 @@ line per write. `progress=False` or `KRAFT_REPLAY_PROGRESS=0` silences it.
 Identity (what makes re-ingesting idempotent): a record is `(cluster_id, stream, snapshot_end_offset,
 snapshot_epoch, offset, content_hash, leader_epoch, crc_ok)` where `stream` is `log`, `snapshot` or `bootstrap` and
 `content_hash` is the sha256 of offset, key and value; snapshot and bootstrap rows also carry their copy
-(`source_file`, `text_section`), because a snapshot is judged whole, copy by copy. The same log offset seen in two
+(`source_file`, `text_section`), because a snapshot is judged whole, copy by copy. A snapshot copy whose records
+equal those of a clean copy the lake already holds (the same snapshot in a later dump, on another node, or as
+dump-log text) is not stored again; a copy with problems is always kept. The same log offset seen in two
 dumps with the same bytes, epoch and CRC state is one row (the first seen keeps its file and position); anything
 else at one offset is kept (the replay chooses by leader epoch, prefers a good CRC and a binary copy to dump-log
 text, and reports real divergences); a later dump with more offsets adds only those. A quarantine row is `(cluster_id, content_hash)`
@@ -94,7 +96,7 @@ from pyspark.sql.window import Window
 
 from replay import progress as progress_ui
 from replay.kafka import files as kfiles
-from replay.kafka.model import CONTROL_TYPES, Batch, Problem, ProblemKind, SourceKind
+from replay.kafka.model import CONTROL_TYPES, NOTICE_KINDS, Batch, Problem, ProblemKind, SourceKind
 
 from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake
 
@@ -1044,14 +1046,60 @@ def _own_session(spark: SparkSession) -> SparkSession:
         return spark
 
 
-def records_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataFrame:
-    """The metadata_records rows of this ingest, one per key (the first by file and position)."""
+_SNAPSHOT_ID = ("stream", "snapshot_end_offset", "snapshot_epoch")
+
+
+def _copy_digests(rows: DataFrame) -> DataFrame:
+    """Per snapshot or bootstrap copy (`_SNAPSHOT_ID` + `_COPY_KEY`): a digest of what it holds (its records'
+    offsets, hashes, epochs and CRC states, in any order), equal for two copies with the same records wherever they
+    were read from (another node, another day's dump, dump-log text)."""
+    item = [F.col("offset"), F.col("content_hash"), F.col("leader_epoch"), F.col("crc_ok")]
+    return rows.groupBy(*_SNAPSHOT_ID, *_COPY_KEY).agg(
+        F.count(F.lit(1)).alias("_n"),
+        F.sum(F.xxhash64(*item).cast("decimal(38,0)")).alias("_h1"),
+        F.sum(F.hash(*item).cast("long")).alias("_h2"))
+
+
+def _clean(copies: DataFrame, problems: DataFrame) -> DataFrame:
+    """The copies no problem other than a notice names (a copy with one is judged on its own by the replay)."""
+    bad = problems.where(~F.col("kind").isin(*sorted(k.value for k in NOTICE_KINDS))).select(*_COPY_KEY)
+    cond = [copies[c].eqNullSafe(bad[c]) for c in _COPY_KEY]
+    return copies.join(bad, cond, "left_anti")
+
+
+def _known_copies_dropped(rows: DataFrame, problems: DataFrame, lake: Lake | None, cluster: str) -> DataFrame:
+    """`rows` without the snapshot and bootstrap copies whose exact content the lake (or an earlier copy of this
+    ingest) already holds in a clean copy: the same snapshot in tomorrow's dump, or from another node, adds
+    nothing. A copy with problems is always kept, under its own file."""
+    snap = rows.where(F.col("stream") != "log")
+    incoming = _clean(_copy_digests(snap), problems)
+    same = [*_SNAPSHOT_ID, "_n", "_h1", "_h2"]
+    first = Window.partitionBy(*same).orderBy(*[F.col(c).asc_nulls_first() for c in _COPY_KEY])
+    repeats = incoming.withColumn("_r", F.row_number().over(first)).where("_r > 1").drop("_r")
+    if lake is not None and lake.exists(METADATA_RECORDS):
+        ids = incoming.select(*_SNAPSHOT_ID).distinct()
+        stored = lake.read(METADATA_RECORDS).where((F.col("cluster_id") == cluster) & (F.col("stream") != "log"))
+        stored = stored.join(ids, [stored[c].eqNullSafe(ids[c]) for c in _SNAPSHOT_ID], "left_semi")
+        stored_problems = (lake.read(QUARANTINE).where(F.col("cluster_id") == cluster)
+                           if lake.exists(QUARANTINE) else problems.limit(0))
+        known = _clean(_copy_digests(stored), stored_problems).select(*same).distinct()
+        held = incoming.join(known, [incoming[c].eqNullSafe(known[c]) for c in same], "left_semi")
+        repeats = repeats.unionByName(held)
+    drop = repeats.select(*_SNAPSHOT_ID, *_COPY_KEY).distinct()
+    key = [*_SNAPSHOT_ID, *_COPY_KEY]
+    return rows.join(drop, [rows[c].eqNullSafe(drop[c]) for c in key], "left_anti")
+
+
+def records_source(decoded: DataFrame, cluster: str, ingest_id: str, lake: Lake | None = None) -> DataFrame:
+    """The metadata_records rows of this ingest, one per key (the first by file and position), without the
+    snapshot copies the lake already holds (`_known_copies_dropped`)."""
     cols = SCHEMAS[METADATA_RECORDS].fieldNames()
     rows = decoded.filter(F.col("row_type") == "R").withColumns({
         "cluster_id": F.lit(cluster),
         "ingest_id": F.lit(ingest_id),
         "append_ts": F.timestamp_millis(F.col("append_time")),
     })
+    rows = _known_copies_dropped(rows, decoded.filter(F.col("row_type") == "Q"), lake, cluster)
     copy = [F.when(F.col("stream") != "log", F.col(c)).alias("_copy_" + c) for c in _COPY_KEY]
     first = Window.partitionBy(*RECORD_KEY, *[f"_copy_{c}" for c in _COPY_KEY]).orderBy(
         "source_file", "file_position", "record_index")
@@ -1213,7 +1261,7 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             report.records_new = _merge(
-                spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id),
+                spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id, lake),
                 _record_condition(cluster), _user_metadata(report, METADATA_RECORDS, report.records),
             )
         if report.problems:

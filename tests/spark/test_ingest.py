@@ -230,6 +230,34 @@ def test_reingest_changes_nothing_and_a_later_dump_extends(spark: Any, tmp_path:
 
 
 @pytest.mark.spark
+def test_a_snapshot_copy_is_stored_once_unless_the_stored_copy_has_problems(spark: Any, tmp_path: Any) -> None:
+    """The same snapshot in a later dump adds nothing; a clean copy after a damaged one is stored (and loads)."""
+    from replay.spark.replay import replay_lake
+
+    snapshot = "00000000000000000003-0000000001.checkpoint"
+    damaged = write_dump(str(tmp_path / "day1"), with_bootstrap=False)
+    with open(os.path.join(damaged, "__cluster_metadata-0", snapshot), "ab") as f:
+        f.write(b"\x00\x01not a batch")  # bytes after the footer: a problem inside this copy
+    lake = Lake(spark, str(tmp_path / "lake"))
+    first = ingest(spark, [damaged], "c1", lake, progress=False)
+    assert first.records_new == 9 and first.problems > 0
+
+    clean = write_dump(str(tmp_path / "day2"), with_bootstrap=False)
+    second = ingest(spark, [clean], "c1", lake, progress=False)
+    assert second.records_new == 3  # the log is known; the clean snapshot copy is new, as the stored one is damaged
+    third = ingest(spark, [write_dump(str(tmp_path / "day3"), with_bootstrap=False)], "c1", lake, progress=False)
+    assert third.records_new == 0 and third.committed[METADATA_RECORDS] is False
+
+    snap_files = {r["source_file"].split("/")[-3] for r in _rows(lake, METADATA_RECORDS) if r["stream"] == "snapshot"}
+    assert snap_files == {"day1", "day2"}
+    replay_lake(lake, ["c1"])
+    anomalies = lake.read("anomalies").where("kind = 'snapshot_not_loaded'").collect()
+    assert [a["source_file"].split("/")[-3] for a in anomalies] == ["day1"]
+    coverage = {(r["kind"], r["start_offset"], r["end_offset"]) for r in lake.read("log_coverage").collect()}
+    assert ("log", 0, 5) in coverage
+
+
+@pytest.mark.spark
 def test_different_bytes_at_one_offset_are_both_kept(spark: Any, tmp_path: Any) -> None:
     """A node that held an uncommitted suffix: offset 1 differs between two dumps (the replay picks by epoch)."""
     a = write_batches(str(tmp_path / "a" / "__cluster_metadata-0"), [
