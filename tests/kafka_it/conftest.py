@@ -20,11 +20,22 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from replay.harness.broker import _alive
 from replay.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun, run_once
+
+_RUNS: list[dict[str, Any]] = []  # what the fixture measured, for the terminal summary
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for f in _RUNS:
+        terminalreporter.write_line(
+            f"Kafka 4.3.1 harness ({f['profile']}, seed {f['seed']}): broker ready in {f['start_seconds']:.1f} s; "
+            f"history of {f['acl_operations']} ACL operations in {f['run_seconds']:.1f} s in all; "
+            f"{f['segments']} segments, {f['snapshots']} snapshots, {f['checkpoints']} describeAcls checkpoints")
 
 
 @pytest.fixture(scope="session")
@@ -38,10 +49,12 @@ def kafka_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaRun]:
         work = tmp_path_factory.mktemp("kafka-broker")
     run = run_once(work, os.environ.get("KRAFT_IT_PROFILE", DEFAULT_PROFILE),
                    int(os.environ.get("KRAFT_IT_SEED", str(DEFAULT_SEED))))
-    (work / "itrun.json").write_text(json.dumps({
+    facts = {
         "profile": run.profile, "seed": run.seed, "start_seconds": run.start_seconds, "run_seconds": run.seconds,
         "acl_operations": run.acl_operations(), "snapshots": len(run.snapshots()), "segments": len(run.segments()),
         "checkpoints": len(run.checkpoints), "snapshot_triggers": run.snapshot_triggers(),
-    }, indent=1) + "\n")
+    }
+    (work / "itrun.json").write_text(json.dumps(facts, indent=1) + "\n")
+    _RUNS.append(facts)
     yield run
     assert not _alive(run.pid)

@@ -249,30 +249,19 @@ def shrink(o: AuthorizerOracle, sc: Scenario, q: tuple) -> tuple[Scenario, tuple
         return java != mine, java, mine
 
     _, java, mine = disagree(sc, q)
+    def smaller(sc: Scenario, q: tuple) -> Iterator[tuple[Scenario, tuple]]:  # fewer ACLs first, then simpler ACLs, questions
+        yield from ((dataclasses.replace(sc, acls=sc.acls[:i] + sc.acls[i + 1:]), q) for i in range(len(sc.acls)))
+        yield from ((trial, q) for trial in _simpler_scenarios(sc))
+        yield from ((sc, simpler) for simpler in _simpler_questions(q))
+
     changed = True
     while changed:
         changed = False
-        for i in range(len(sc.acls)):
-            trial = dataclasses.replace(sc, acls=sc.acls[:i] + sc.acls[i + 1:])
-            bad, j, m = disagree(trial, q)
-            if bad:
-                sc, java, mine, changed = trial, j, m, True
-                break
-        if changed:
-            continue
-        for trial in _simpler_scenarios(sc):
-            if trial != sc:
-                bad, j, m = disagree(trial, q)
+        for trial_sc, trial_q in smaller(sc, q):
+            if (trial_sc, trial_q) != (sc, q):
+                bad, j, m = disagree(trial_sc, trial_q)
                 if bad:
-                    sc, java, mine, changed = trial, j, m, True
-                    break
-        if changed:
-            continue
-        for simpler in _simpler_questions(q):
-            if simpler != q:
-                bad, j, m = disagree(sc, simpler)
-                if bad:
-                    q, java, mine, changed = simpler, j, m, True
+                    sc, q, java, mine, changed = trial_sc, trial_q, j, m, True
                     break
     return sc, q, java, mine
 
