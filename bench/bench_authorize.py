@@ -61,15 +61,16 @@ def history(spark: SparkSession, n: int) -> DataFrame:
     op = _pick(8, ["READ", "READ", "WRITE", "WRITE", "DESCRIBE", "DELETE", "ALTER", "DESCRIBE_CONFIGS",
                    "ALTER_CONFIGS", "CREATE", "ALL"])
     perm = F.when(r(9) < 0.10, F.lit("DENY")).otherwise(F.lit("ALLOW"))
-    frm = F.floor(r(10) * MAX_OFFSET).cast("long")
     ended = r(11) < 0.30
-    to = F.when(ended, frm + 1 + F.floor(r(12) * 50_000).cast("long"))
     unsure = r(13) < 0.03
+    # the start is drawn once and the end computed from the column: two `rand(10)` expressions need not agree
     df = spark.range(n).select(
         F.lit("bench").alias("cluster_id"), F.concat(F.lit("acl-"), F.col("id").cast("string")).alias("acl_id"),
         F.lit("TOPIC").alias("resource_type"), name.alias("resource_name"), pattern.alias("pattern_type"),
         principal.alias("principal"), host.alias("host"), op.alias("operation"), perm.alias("permission_type"),
-        frm.alias("valid_from_offset"), to.alias("valid_to_offset"), unsure.alias("_unsure"))
+        F.floor(r(10) * MAX_OFFSET).cast("long").alias("valid_from_offset"),
+        F.when(ended, 1 + F.floor(r(12) * 50_000).cast("long")).alias("_length"), unsure.alias("_unsure"))
+    df = df.withColumn("valid_to_offset", F.col("valid_from_offset") + F.col("_length")).drop("_length")
     return df.select(
         "cluster_id", "acl_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
         "permission_type", "valid_from_offset",
