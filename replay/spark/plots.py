@@ -100,7 +100,9 @@ def _with_time(points: DataFrame, times: DataFrame, offset_col: str, time_col: s
     both = pts.unionByName(ts, allowMissingColumns=True)
     w = Window.partitionBy("_c").orderBy("_o", "_k")
     if after:
-        t = F.first("_t", ignorenulls=True).over(w.rowsBetween(Window.currentRow, Window.unboundedFollowing))
+        # the next time, as the last one in descending order (a frame to unboundedFollowing is quadratic in Spark)
+        down = Window.partitionBy("_c").orderBy(F.col("_o").desc(), F.col("_k").desc())
+        t = F.last("_t", ignorenulls=True).over(down.rowsBetween(Window.unboundedPreceding, Window.currentRow))
     else:
         t = F.last("_t", ignorenulls=True).over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
     return both.withColumn(time_col, t).where(F.col("_k") == 0).drop("_o", "_k", "_t", "_c")

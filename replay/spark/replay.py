@@ -113,7 +113,6 @@ _BRONZE_COLUMNS = ["cluster_id", "stream", "source_kind", "source_file", "text_s
                    "decode_error", "content_hash", "acl_id", *_ACL_FIELDS]
 
 _UNBOUNDED = Window.unboundedPreceding
-_FOLLOWING = Window.unboundedFollowing
 
 
 def _anomaly(df: DataFrame, kind: ProblemKind, offset: Column | str, source_file: Column | str | None,
@@ -314,16 +313,19 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame) -> tuple[DataFrame
     key = F.col("api_key")
     is_marker = key.isin(TXN_BEGIN, TXN_END, TXN_ABORT)
     w = Window.partitionBy("cluster_id").orderBy("offset")
-    before, after = w.rowsBetween(_UNBOUNDED, -1), w.rowsBetween(1, _FOLLOWING)
+    # "the next row" as the last of the rows before in descending order: Spark evaluates a frame reaching
+    # unboundedFollowing again for every row (quadratic), a frame from unboundedPreceding incrementally
+    before = w.rowsBetween(_UNBOUNDED, -1)
+    after = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc()).rowsBetween(_UNBOUNDED, -1)
     point = F.struct(F.col("offset").alias("o"), key.alias("k"), F.col("time").alias("t"))
     u = rel.unionByName(gap_rows, allowMissingColumns=True).select(
         "*",
         F.coalesce(F.last("_ge", ignorenulls=True).over(before), F.lit(-1)).alias("_last_ge"),
-        F.first("_gs", ignorenulls=True).over(after).alias("_next_gs"),
+        F.last("_gs", ignorenulls=True).over(after).alias("_next_gs"),
         F.coalesce(F.last(F.when(is_marker, F.col("offset")), ignorenulls=True).over(before), F.lit(-1)).alias("_pm"),
         F.last(F.when(is_marker, key), ignorenulls=True).over(before).alias("_pm_key"),
-        F.first(F.when(is_marker, point), ignorenulls=True).over(after).alias("_nm"),
-        F.first(F.when(key.isin(TXN_END, TXN_ABORT), point), ignorenulls=True).over(after).alias("_nc"),
+        F.last(F.when(is_marker, point), ignorenulls=True).over(after).alias("_nm"),
+        F.last(F.when(key.isin(TXN_END, TXN_ABORT), point), ignorenulls=True).over(after).alias("_nc"),
     ).where(F.col("_gs").isNull())
     u = u.withColumn("_hole", F.col("_last_ge") > F.col("_pm")).withColumn(
         "_held", F.col("_pm_key").eqNullSafe(TXN_BEGIN))
