@@ -82,6 +82,7 @@ from replay.kafka.authorizer import (
     parse_allow_everyone,
     parse_super_users,
 )
+from replay.spark.frames import join_null_safe
 from replay.spark.queries import ACL_FIELDS, certainly_live, possibly_live
 
 ALLOWED, DENIED, UNKNOWN, ERROR = "ALLOWED", "DENIED", "UNKNOWN", "ERROR"
@@ -188,15 +189,6 @@ def _time_ms(col: Column, dtype: T.DataType) -> Column:
     if isinstance(dtype, T.StringType):
         return F.when(col.rlike("^-?[0-9]+$"), col.cast("long")).otherwise(F.unix_millis(F.to_timestamp(col)))
     return col.cast("long")
-
-
-def _null_safe_join(left: DataFrame, right: DataFrame, pairs: Sequence[tuple[str, str]], how: str = "left"
-                    ) -> DataFrame:
-    cond = None
-    for lc, rc in pairs:
-        c = left[lc].eqNullSafe(right[rc])
-        cond = c if cond is None else cond & c
-    return left.join(right, cond, how)
 
 
 def with_as_of_offsets(requests: DataFrame, offset_times: DataFrame) -> DataFrame:
@@ -651,8 +643,7 @@ def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] |
 
 
 def _join_back(requests: DataFrame, results: DataFrame, key: list[str], original: list[str]) -> DataFrame:
-    renamed = results.select(*[F.col(c).alias("r" + c) for c in results.columns])
-    j = _null_safe_join(requests, renamed, [(c, "r" + c) for c in key], "left")
+    j = join_null_safe(requests, results, key, "left", prefix="r")
     error = F.col("rerror") if "error" in results.columns else F.lit(None).cast("string")
     return j.select(*original, "as_of_offset", *[F.col("r" + c).alias(c) for c in RESULT_COLUMNS[1:-1]],
                     error.alias("error"))

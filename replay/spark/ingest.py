@@ -14,8 +14,9 @@ How it works:
    directories whose names start with `_` or `.` stay invisible; name them explicitly.
 2. **Decode on the executors** with `mapInArrow`: each task opens its files itself and streams them batch by batch
    through `replay.kafka.batch.read_batches` (or `replay.kafka.dumplog` for dump-log text), yielding Arrow record
-   batches of at most a few thousand rows. Local segment and snapshot files above `split_bytes` (64 MiB) are
-   decoded in pieces by parallel tasks: a piece owns the batches that *start* in its byte range, found by walking
+   batches of at most a few thousand rows. Local segment and snapshot files are decoded in pieces by parallel
+   tasks when they are above `split_bytes` (64 MiB) or when fewer files than cores would leave cores idle (pieces of
+   at least 4 MiB): a piece owns the batches that *start* in its byte range, found by walking
    the 12-byte batch headers from the start of the file, and the piece holding a break in that chain (a corrupt
    length, a truncated tail) reads on to the end of the file, so pieces give exactly the rows and problems the whole
    file gives. How a task opens a file:
@@ -97,6 +98,7 @@ from pyspark.sql.window import Window
 from replay import progress as progress_ui
 from replay.kafka import files as kfiles
 from replay.kafka.model import CONTROL_TYPES, NOTICE_KINDS, Batch, Problem, ProblemKind, SourceKind
+from replay.spark.frames import join_null_safe
 
 from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake
 
@@ -847,6 +849,19 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
 
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+MIN_SPLIT_BYTES = 4 * 1024 * 1024
+
+
+def split_for_cores(plan: list[PlannedFile], split_bytes: int, cores: int) -> int:
+    """The piece size that keeps `cores` tasks busy: at most `split_bytes`, and smaller when the splittable bytes
+    would otherwise leave cores idle (one 20 MiB segment on 2 cores: two 10 MiB pieces), never below
+    `MIN_SPLIT_BYTES` (a piece costs a walk over the batch headers before it and a task)."""
+    if split_bytes <= 0:
+        return split_bytes
+    splittable = sum(f.length for f in plan
+                     if f.open_with == "local" and f.kind in (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value))
+    per_core = -(-splittable // max(cores, 1))
+    return min(split_bytes, max(MIN_SPLIT_BYTES, per_core))
 
 
 def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None) -> DataFrame:
@@ -937,6 +952,14 @@ def _counters(spark: SparkSession) -> Any:
         return (sc.accumulator(0), sc.accumulator(0))
     except Exception:
         return None
+
+
+def _cores(spark: SparkSession) -> int:
+    """The task slots decoding can use (Spark's default parallelism; 1 where it cannot be read, as on Connect)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:
+        return 1
 
 
 def _persist(df: DataFrame) -> bool:
@@ -1062,9 +1085,8 @@ def _copy_digests(rows: DataFrame) -> DataFrame:
 
 def _clean(copies: DataFrame, problems: DataFrame) -> DataFrame:
     """The copies no problem other than a notice names (a copy with one is judged on its own by the replay)."""
-    bad = problems.where(~F.col("kind").isin(*sorted(k.value for k in NOTICE_KINDS))).select(*_COPY_KEY)
-    cond = [copies[c].eqNullSafe(bad[c]) for c in _COPY_KEY]
-    return copies.join(bad, cond, "left_anti")
+    bad = problems.where(~F.col("kind").isin(*sorted(k.value for k in NOTICE_KINDS)))
+    return join_null_safe(copies, bad, _COPY_KEY, "left_anti")
 
 
 def _known_copies_dropped(rows: DataFrame, problems: DataFrame, lake: Lake | None, cluster: str) -> DataFrame:
@@ -1079,15 +1101,15 @@ def _known_copies_dropped(rows: DataFrame, problems: DataFrame, lake: Lake | Non
     if lake is not None and lake.exists(METADATA_RECORDS):
         ids = incoming.select(*_SNAPSHOT_ID).distinct()
         stored = lake.read(METADATA_RECORDS).where((F.col("cluster_id") == cluster) & (F.col("stream") != "log"))
-        stored = stored.join(ids, [stored[c].eqNullSafe(ids[c]) for c in _SNAPSHOT_ID], "left_semi")
+        stored = join_null_safe(stored, ids, _SNAPSHOT_ID, "left_semi")
         stored_problems = (lake.read(QUARANTINE).where(F.col("cluster_id") == cluster)
                            if lake.exists(QUARANTINE) else problems.limit(0))
         known = _clean(_copy_digests(stored), stored_problems).select(*same).distinct()
-        held = incoming.join(known, [incoming[c].eqNullSafe(known[c]) for c in same], "left_semi")
+        held = join_null_safe(incoming, known, same, "left_semi")
         repeats = repeats.unionByName(held)
     drop = repeats.select(*_SNAPSHOT_ID, *_COPY_KEY).distinct()
     key = [*_SNAPSHOT_ID, *_COPY_KEY]
-    return rows.join(drop, [rows[c].eqNullSafe(drop[c]) for c in key], "left_anti")
+    return join_null_safe(rows, drop, key, "left_anti")
 
 
 def records_source(decoded: DataFrame, cluster: str, ingest_id: str, lake: Lake | None = None) -> DataFrame:
@@ -1152,7 +1174,8 @@ def ingest(
     `paths`: files or directories, local or any URI Spark reads. `lake`: a `Lake`, a directory or `catalog.schema`
     (default `./lakehouse`). `strict`: any problem in the input raises `StrictIngestError` and nothing is written.
     `progress`: a bar of files and bytes decoded, and status lines, on stderr. `split_bytes`: local segment and
-    snapshot files larger than this are decoded in pieces of about this size by parallel tasks (0: never split).
+    snapshot files larger than this are decoded in pieces of about this size by parallel tasks, smaller pieces when
+    cores would otherwise be idle (`split_for_cores`; 0: never split).
     Raises `IngestError` when there is nothing to read. Returns what was read and written.
     """
     started = time.monotonic()
@@ -1180,7 +1203,7 @@ def ingest(
         progress,
     )
 
-    parts = split_plan(plan, split_bytes)
+    parts = split_plan(plan, split_for_cores(plan, split_bytes, _cores(spark)))
     unit = "files" if len(parts) == len(plan) else "parts"
     counters = _counters(spark)
     decoded = decode_plan(spark, parts, counters)
@@ -1277,6 +1300,4 @@ def ingest(
             with contextlib.suppress(Exception):
                 decoded.unpersist()
     report.seconds = time.monotonic() - started
-    for line in report.lines():
-        progress_ui.say(line, progress)
-    return report
+    return report  # the caller prints it (`str(report)`): the CLI on stdout, the notebook in its cell

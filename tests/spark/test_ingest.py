@@ -118,6 +118,25 @@ def test_pieces_decode_exactly_like_the_whole_file(tmp_path: Any) -> None:
             assert rows(pieces) == expected, (path, split)
 
 
+def test_split_keeps_the_cores_busy_without_tiny_pieces() -> None:
+    from replay.spark.ingest import DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, split_for_cores, split_plan
+
+    mib = 1 << 20
+    one = [PlannedFile("/d/00000000000000000000.log", 20 * mib, "segment")]
+    assert split_for_cores(one, DEFAULT_SPLIT_BYTES, 2) == 10 * mib
+    assert [(p.start, p.end) for p in split_plan(one, 10 * mib)] == [(0, 10 * mib), (10 * mib, 20 * mib)]
+    assert split_for_cores(one, DEFAULT_SPLIT_BYTES, 64) == MIN_SPLIT_BYTES  # never pieces below 4 MiB
+    assert split_for_cores(one, DEFAULT_SPLIT_BYTES, 1) == 20 * mib  # one core: the whole file, one task
+    big = [PlannedFile(f"/d/{i:020d}.log", 1024 * mib, "segment") for i in range(2)]
+    assert split_for_cores(big, DEFAULT_SPLIT_BYTES, 2) == DEFAULT_SPLIT_BYTES  # capped at split_bytes
+    assert split_for_cores(one, 0, 2) == 0  # 0 still means never split
+    # files that cannot be split (text, or read through Spark) do not count
+    text = [PlannedFile("/d/dump.txt", 20 * mib, "dump_log_text"),
+            PlannedFile("s3://b/00000000000000000000.log", 20 * mib, "segment", open_with="spark")]
+    assert split_for_cores(text, DEFAULT_SPLIT_BYTES, 2) == MIN_SPLIT_BYTES
+    assert split_plan(text, MIN_SPLIT_BYTES) == text
+
+
 def test_record_hash_tells_null_from_empty() -> None:
     assert record_hash(1, None, b"") != record_hash(1, b"", None)
     assert record_hash(1, None, b"v") != record_hash(2, None, b"v")
