@@ -706,14 +706,18 @@ def decode_piece(stream: BinaryIO, entry: PlannedFile) -> Iterator[Batch | Probl
     yield from batch_reader.read_batches(limited, entry.uri, start_position=a)
 
 
+def _splittable(f: PlannedFile) -> bool:
+    """A local binary segment or snapshot: one a task can seek in and start reading at a batch boundary."""
+    return f.open_with == "local" and f.kind in (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value)
+
+
 def split_plan(plan: list[PlannedFile], split_bytes: int) -> list[PlannedFile]:
     """Large local segment and snapshot files as pieces of about `split_bytes`, so one file uses many cores."""
     if split_bytes <= 0:
         return list(plan)
     out: list[PlannedFile] = []
     for f in plan:
-        splittable = f.open_with == "local" and f.kind in (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value)
-        if not splittable or f.length <= split_bytes:
+        if not _splittable(f) or f.length <= split_bytes:
             out.append(f)
             continue
         for start in range(0, f.length, split_bytes):
@@ -858,8 +862,7 @@ def split_for_cores(plan: list[PlannedFile], split_bytes: int, cores: int) -> in
     `MIN_SPLIT_BYTES` (a piece costs a walk over the batch headers before it and a task)."""
     if split_bytes <= 0:
         return split_bytes
-    splittable = sum(f.length for f in plan
-                     if f.open_with == "local" and f.kind in (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value))
+    splittable = sum(f.length for f in plan if _splittable(f))
     per_core = -(-splittable // max(cores, 1))
     return min(split_bytes, max(MIN_SPLIT_BYTES, per_core))
 

@@ -98,13 +98,11 @@ def _with_time(points: DataFrame, times: DataFrame, offset_col: str, time_col: s
     ts = times.select(F.col("offset").alias("_o"), F.lit(1).alias("_k"), F.col("time").alias("_t"),
                       F.lit(cluster).alias("_c"))
     both = pts.unionByName(ts, allowMissingColumns=True)
-    w = Window.partitionBy("_c").orderBy("_o", "_k")
-    if after:
-        # the next time, as the last one in descending order (a frame to unboundedFollowing is quadratic in Spark)
-        down = Window.partitionBy("_c").orderBy(F.col("_o").desc(), F.col("_k").desc())
-        t = F.last("_t", ignorenulls=True).over(down.rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    else:
-        t = F.last("_t", ignorenulls=True).over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    # the time before: the last one so far in offset order; the time after: the same in descending order (a frame
+    # reaching unboundedFollowing would be recomputed for every row: quadratic in Spark)
+    order = [F.col("_o").desc(), F.col("_k").desc()] if after else [F.col("_o"), F.col("_k")]
+    w = Window.partitionBy("_c").orderBy(*order).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    t = F.last("_t", ignorenulls=True).over(w)
     return both.withColumn(time_col, t).where(F.col("_k") == 0).drop("_o", "_k", "_t", "_c")
 
 
