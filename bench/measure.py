@@ -90,14 +90,15 @@ class TreeMemory:
         return f"{kib / 1024:,.0f} MiB over {n} processes"
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str, int]:
-    """Run a command (output discarded): (seconds, its tree's peak memory as text, exit code)."""
+def measure(cmd: list[str], env: dict[str, str] | None = None, echo: bool = False) -> tuple[float, str, int]:
+    """Run a command (output discarded; its stderr echoed with `echo`): (seconds, its tree's peak memory as text,
+    exit code)."""
     began = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     memory = TreeMemory(proc.pid, interval=0.2)
     with memory.phase("run"):
         _, err = proc.communicate()
     memory.close()
-    if proc.returncode:
-        print(err.decode(errors="replace")[-2000:], file=sys.stderr)
+    if proc.returncode or echo:
+        print(err.decode(errors="replace")[-2000:].rstrip(), file=sys.stderr)
     return time.monotonic() - began, memory.text("run"), proc.returncode

@@ -100,7 +100,9 @@ print(f"Spark {spark.version}; dump {dump}; cluster {cluster!r}; lake {lake_loca
 # MAGIC The files are decoded on the executors into `metadata_records` (every record, typed) and `quarantine`
 # MAGIC (whatever could not be read, with why and where). Ingest is idempotent: records the lake already holds are
 # MAGIC not written again, so dumps from several nodes and days can be added in any order. The replay then
-# MAGIC recomputes the cluster's `acl_events`, `acl_history`, `log_coverage`, `anomalies` and `offset_times`.
+# MAGIC brings the cluster's `acl_events`, `acl_history`, `log_coverage`, `anomalies` and `offset_times` up to
+# MAGIC date: from the last settled snapshot when everything new lies after it, else from the start
+# MAGIC (`replay_state` says which it did and why).
 
 # COMMAND ----------
 
@@ -114,6 +116,8 @@ print("\n".join(report.lines()))
 history_version_before = lake.version("acl_history")  # for time travel in section 4 (None: no table yet)
 replayed = replay_lake(lake, [cluster])
 print("replayed: " + ", ".join(f"{name} {rows}" for name, rows in replayed.items()))
+replay_state = lake.read("replay_state")
+print("how: {mode}, {reason}".format(**replay_state.where(replay_state["cluster_id"] == cluster).first().asDict()))
 
 # COMMAND ----------
 

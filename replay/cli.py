@@ -236,7 +236,7 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_FAILED
     _print_lines(report.lines(), out)
     if not args.no_replay:
-        _replay(lake, args.cluster, args.high_watermark, out)
+        _replay(lake, args.cluster, args.high_watermark, out, progress=not args.no_progress)
     else:
         print(f"not replayed; when ready: kraft-replay replay {_lake_flag(args)} --cluster {args.cluster}",
               file=sys.stderr)
@@ -244,15 +244,16 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
-    """Recompute a cluster's replay tables from what the lake holds (after `ingest --no-replay`)."""
-    _replay(_lake(args), args.cluster, args.high_watermark, out)
+    """Bring a cluster's replay tables up to date with what the lake holds (after `ingest --no-replay`)."""
+    _replay(_lake(args), args.cluster, args.high_watermark, out, full=args.full)
     return EXIT_OK
 
 
-def _replay(lake: Any, cluster: str, high_watermark: int | None, out: TextIO) -> None:
+def _replay(lake: Any, cluster: str, high_watermark: int | None, out: TextIO, full: bool = False,
+            progress: bool = True) -> None:
     from replay.spark.replay import replay_lake
 
-    counts = replay_lake(lake, [cluster], high_watermark=high_watermark)
+    counts = replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress)
     out.write("replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + "\n")
 
 
@@ -478,9 +479,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("replay", help="recompute a cluster's replay tables from the lake (after ingest --no-replay)")
+    p = sub.add_parser("replay", help="bring a cluster's replay tables up to date with the lake (after ingest "
+                                      "--no-replay); resumes from the last settled snapshot when it can")
     _lake_options(p)
     p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
+    p.add_argument("--full", action="store_true", help="replay from the start even where it could resume")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("changes", help="ACL changes between two offsets or times, from the lake")

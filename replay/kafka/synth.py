@@ -295,7 +295,7 @@ class Layout:
     max_offset: int | None = None  # cut the log here (a node that saw less)
 
 
-def _record_input(r: SynthRecord) -> object:
+def record_input(r: SynthRecord) -> object:
     from . import writer
 
     if r.api_key == LEADER_CHANGE_KEY:
@@ -307,7 +307,7 @@ def encode(b: SynthBatch, codec: int = 0) -> bytes:
     """One batch's bytes, as a Raft leader would append it."""
     from . import writer
 
-    return writer.encode_batch(b.base_offset, [_record_input(r) for r in b.records], b.epoch, b.time,  # type: ignore[misc]
+    return writer.encode_batch(b.base_offset, [record_input(r) for r in b.records], b.epoch, b.time,  # type: ignore[misc]
                                0 if b.control else codec, b.control)
 
 

@@ -24,8 +24,10 @@ here, and the tests hold the two to each other. The steps:
 7. **Completeness, coverage, anomalies**: where ACLs nobody recorded could have been live, per stretch between
    snapshots; log, snapshot-only and missing ranges; every finding, decoder problems from `quarantine` included.
 
-A cluster's history is recomputed from its bronze rows on every run (a new dump can add snapshots or copies that
-change earlier answers) and written with one commit per table that replaces that cluster's rows only.
+`replay_lake` writes the tables with one commit per table that replaces only the rows of the clusters replayed. A
+cluster replayed before resumes from its last settled snapshot when what arrived since lies after it
+(`replay.spark.resume`); else its history is recomputed from all its bronze rows (a new dump can add snapshots or
+copies that change earlier answers).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import logging
 import time
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -139,8 +141,12 @@ def _py_list(ids: Column) -> Column:
 
 
 # ---- 1. copies -------------------------------------------------------------------------------------------------
-def resolve_log(records: DataFrame, high_watermark: int | None = None) -> tuple[DataFrame, DataFrame]:
-    """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies)."""
+def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: DataFrame | None = None
+                ) -> tuple[DataFrame, DataFrame]:
+    """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies).
+
+    `resume` (cluster_id, epoch_floor): the highest epoch of the log before these rows, when they are a suffix.
+    """
     log = records.where(F.col("stream") == "log")
     if high_watermark is not None:
         log = log.where(F.col("offset") < high_watermark)
@@ -172,6 +178,10 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None) -> tuple[
     winners = ranked.where("_rank = 1").drop("_rank", "_w_epoch", "_w_text", "_w_src")
     before = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(_UNBOUNDED, -1)
     marked = winners.withColumn("_prev_max", F.coalesce(F.max("leader_epoch").over(before), F.lit(-1)))
+    if resume is not None:
+        marked = (marked.join(resume.select("cluster_id", "epoch_floor"), "cluster_id", "left")
+                  .withColumn("_prev_max", F.greatest("_prev_max", F.coalesce("epoch_floor", F.lit(-1))))
+                  .drop("epoch_floor"))
     anomalies = anomalies.unionByName(_anomaly(
         marked.where(F.col("leader_epoch") < F.col("_prev_max")), ProblemKind.DIVERGENCE, "offset", "source_file",
         "file_position",
@@ -301,13 +311,22 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
 
 
 # ---- 4. transactions -------------------------------------------------------------------------------------------
-def visible_acl_records(resolved: DataFrame, gaps: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame | None = None
+                        ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The ACL records that become visible (at which offset, time and cause), the transaction anomalies, and the
-    Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules)."""
+    Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules).
+
+    `resume` (a suffix replay): the last transaction marker before the suffix, placed before its rows.
+    """
     rel = resolved.where(F.col("api_key").isin(ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT)
                          & ~F.col("is_control") & F.col("decode_error").isNull()).select(
         "cluster_id", "offset", "api_key", "acl_id", *_ACL_FIELDS, F.col("append_time").alias("time"), "source_file",
         "file_position", F.lit(None).cast("long").alias("_gs"), F.lit(None).cast("long").alias("_ge"))
+    if resume is not None:
+        rel = rel.unionByName(resume.where(F.col("marker_offset").isNotNull()).select(
+            "cluster_id", F.col("marker_offset").alias("offset"), F.col("marker_key").alias("api_key"),
+            F.col("marker_time").alias("time"), F.col("marker_file").alias("source_file"),
+            F.col("marker_position").alias("file_position")), allowMissingColumns=True)
     gap_rows = gaps.select("cluster_id", F.col("gap_start").alias("offset"), F.col("gap_start").alias("_gs"),
                            F.col("gap_end").alias("_ge"))
     key = F.col("api_key")
@@ -573,7 +592,13 @@ def coverage_frame(ranges: DataFrame, snaps: DataFrame, incomplete: DataFrame) -
                              & (points.at <= runs._re), "left_anti")
                  .select("cluster_id", F.col("at").alias("start_offset"), F.col("at").alias("end_offset"),
                          F.lit("snapshot").alias("kind"), "source"))
-    known = log.unionByName(snap_only)
+    incomplete_rows = incomplete.select("cluster_id", "start_offset", "end_offset", F.lit("incomplete").alias("kind"),
+                                        F.lit(None).cast("string").alias("source"))
+    return with_missing(log.unionByName(snap_only)).unionByName(incomplete_rows)
+
+
+def with_missing(known: DataFrame) -> DataFrame:
+    """Coverage rows of what is known (log runs, snapshot-only points) and the missing stretches between them."""
     w = Window.partitionBy("cluster_id").orderBy("start_offset")
     prev_end = F.max("end_offset").over(w.rowsBetween(_UNBOUNDED, -1))
     missing = (known.withColumn("_prev", F.coalesce(prev_end, F.lit(-1)))
@@ -581,9 +606,7 @@ def coverage_frame(ranges: DataFrame, snaps: DataFrame, incomplete: DataFrame) -
                .select("cluster_id", (F.col("_prev") + 1).alias("start_offset"),
                        (F.col("start_offset") - 1).alias("end_offset"), F.lit("missing").alias("kind"),
                        F.lit(None).cast("string").alias("source")))
-    incomplete_rows = incomplete.select("cluster_id", "start_offset", "end_offset", F.lit("incomplete").alias("kind"),
-                                        F.lit(None).cast("string").alias("source"))
-    return known.unionByName(missing).unionByName(incomplete_rows)
+    return known.unionByName(missing)
 
 
 def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
@@ -612,13 +635,20 @@ def offset_times(resolved: DataFrame, snaps: DataFrame) -> DataFrame:
             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
 
 
-def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None
-                   ) -> tuple[dict[str, DataFrame], list[DataFrame]]:
+def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
+                   resume: DataFrame | None = None, seen: DataFrame | None = None
+                   ) -> tuple[dict[str, DataFrame], list[DataFrame], dict[str, DataFrame]]:
     """All replay tables for every cluster in `records` (the bronze rows) and `quarantine`, as DataFrames.
 
     Also returns the intermediate frames it materialised; unpersist them once the tables are written. They are
     local checkpoints, not cached plans: a cached plan keeps its whole lineage, and Spark renders every cached
-    plan inside each plan that uses it, which grows with every step that reuses one.
+    plan inside each plan that uses it, which grows with every step that reuses one. The third value holds the
+    intermediate frames `replay.spark.resume` reads (resolved log, snapshots, gaps).
+
+    A cluster with a row in `resume` is replayed from a suffix: its `records` hold only what lies after the
+    snapshot at `resume_offset` (that snapshot included), and `resume` carries the state of the log before it
+    (`replay.spark.resume` says which and why); `seen` lists ids observed before it. Rows at or before
+    `resume_offset` come out wrong for such a cluster and are the caller's to drop.
     """
     cached: list[DataFrame] = []
 
@@ -636,7 +666,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
                                                            F.col("payload_json")).alias("payload_json")), "records")
     quarantine = keep(quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section",
                                         "file_position", "message"), "quarantine")
-    resolved, log_anomalies = resolve_log(records, high_watermark)
+    resolved, log_anomalies = resolve_log(records, high_watermark, resume)
     resolved = keep(resolved, "resolve log")
     ranges = keep(log_ranges(resolved), "log runs")
     snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark)
@@ -645,10 +675,14 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
             .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
             .groupBy("cluster_id").agg(F.max("o").alias("last_offset")))
     last = keep(last, "last offsets")
-    gaps = keep(unknown_gaps(ranges, last), "gaps")
-    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps)
+    gaps = unknown_gaps(ranges, last)
+    if resume is not None:
+        gaps = _resumed_gaps(gaps, resume)
+    gaps = keep(gaps, "gaps")
+    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume)
     obs = keep(observations(visible, snaps, snap_acls), "observations")
-    t = keep(transitions(obs, snaps, gaps, spanning_ends), "transitions")
+    t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
+                         spanning_ends), "transitions")
     events = keep(number_events(_event_rows(t)), "events")
     history = lifetimes(events, obs, last, gaps)
     incomplete = keep(incomplete_ranges(snaps, t, last, gaps), "incomplete")
@@ -664,48 +698,88 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         "anomalies": anomalies,
         "offset_times": offset_times(resolved, snaps),
     }
-    return frames, cached
+    return frames, cached, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
 
 
-def empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
-    return spark.createDataFrame([], schema)
+def _resumed_gaps(gaps: DataFrame, resume: DataFrame) -> DataFrame:
+    """A suffix's gaps: those after the resume point as they are (the first one clipped to start after it; the
+    suffix's own start looks like a hole), and the last gap before it as `gap_end` recalls it."""
+    r = resume.select("cluster_id", F.col("resume_offset").alias("_rq"), F.col("gap_end").alias("_rge"))
+    after = (gaps.join(r, "cluster_id", "left")
+             .where(F.col("_rq").isNull() | (F.col("gap_end") > F.col("_rq")))
+             .select("cluster_id", F.greatest("gap_start", F.coalesce(F.col("_rq") + 1, F.lit(0))).alias("gap_start"),
+                     "gap_end"))
+    before = r.where(F.col("_rge").isNotNull() & (F.col("_rge") <= F.col("_rq"))).select(
+        "cluster_id", F.col("_rge").alias("gap_start"), F.col("_rge").alias("gap_end"))
+    return after.unionByName(before)
+
+
+def _seen_before(obs: DataFrame, seen: DataFrame) -> DataFrame:
+    """A first observation (op SEEN, before everything) for each id a suffix removes that was observed before the
+    suffix: its remove is then not one of an id never seen (which would mark history incomplete)."""
+    removed = obs.where(F.col("op") == "REMOVE").select("cluster_id", "acl_id").distinct()
+    ids = seen.select("cluster_id", "acl_id").distinct().join(removed, ["cluster_id", "acl_id"], "left_semi")
+    return ids.select(
+        "cluster_id", "acl_id", *[F.lit(None).cast("string").alias(c) for c in _ACL_FIELDS],
+        F.lit(None).cast("string").alias("source_file"), F.lit(None).cast("long").alias("file_position"),
+        F.lit(-1).cast("long").alias("rec_off"), F.lit(-1).cast("long").alias("pos"),
+        F.lit(None).cast("long").alias("time"), F.lit("SEEN").alias("cause"), F.lit("SEEN").alias("op"),
+        F.lit(0).alias("kind"), F.lit(0).alias("sidx"))
 
 
 def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = None,
-                note: dict[str, Any] | None = None) -> dict[str, int]:
-    """Recompute the replay tables of `clusters` from `metadata_records` and `quarantine`; one commit per table.
+                note: dict[str, Any] | None = None, full: bool = False, progress: bool = True) -> dict[str, int]:
+    """Bring the replay tables of `clusters` up to date with `metadata_records` and `quarantine`.
 
-    Each table's rows of these clusters are replaced atomically (Delta `replaceWhere`), so readers see either the
-    old or the new history, and other clusters' rows are untouched. Returns the row count written per table.
+    A cluster replayed before resumes from its last settled snapshot when everything ingested since lies after it
+    (`replay.spark.resume`); otherwise (or with `full=True`) it is replayed from the start; a cluster with nothing
+    new is left as it is. Each table changes in one Delta commit (`replaceWhere`) that replaces the rows of these
+    clusters the replay recomputed, so readers see either the old or the new history, and other clusters' rows are
+    untouched. One status line per cluster says which it did and why (also kept in `replay_state`). Returns the
+    row count per table for these clusters.
     """
+    from replay import progress as progress_ui
+    from replay.spark import resume
+
     def of_clusters(table: str) -> DataFrame:
         lake.ensure(table)
         return lake.read(table).where(F.col("cluster_id").isin(clusters))
 
-    frames, cached = replay_records(of_clusters("metadata_records"), of_clusters("quarantine"), high_watermark)
-    meta = json.dumps({"operation": "replay", "clusters": clusters, "high_watermark": high_watermark,
+    records, quarantine = of_clusters("metadata_records"), of_clusters("quarantine")
+    for name in REPLAY_SCHEMAS:
+        lake.ensure(name)
+    plans = resume.plan(records, quarantine, resume.read_states(lake, clusters), clusters, high_watermark, full)
+    for p in plans.values():
+        progress_ui.say(p.describe(), progress)
+    todo = {c: p for c, p in plans.items() if not p.unchanged}
+    if todo:
+        _replay_planned(lake, records, quarantine, todo, high_watermark, note)
+    return {name: lake.read(name).where(F.col("cluster_id").isin(clusters)).count() for name in REPLAY_SCHEMAS}
+
+
+def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
+                    high_watermark: int | None, note: dict[str, Any] | None) -> None:
+    from replay.spark import resume
+
+    names = list(plans)
+    replay_id = resume.new_replay_id()
+    resume.write_states(lake, plans, replay_id, "running", high_watermark)
+    seeds = resume.seeds(lake.spark, plans)
+    frames, cached, parts = replay_records(
+        records.where(F.col("cluster_id").isin(names) & resume.suffix_filter(plans)),
+        quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans))
+    frames = resume.splice(lake, frames, plans)
+    meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,
+                       "modes": {c: p.mode for c, p in plans.items()}, "high_watermark": high_watermark,
                        **(note or {})})
-    counts: dict[str, int] = {}
     try:
+        points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
+            parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
+        last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
         for name, frame in frames.items():
-            df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields]).persist()
-            counts[name] = df.count()
-            _replace_clusters(lake, name, df, clusters, meta)
-            df.unpersist()
+            df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
+            resume.write_replacing(lake, name, df, resume.replace_predicate(name, plans), meta)
+        resume.write_states(lake, plans, replay_id, "done", high_watermark, points, last)
     finally:
         for df in cached:
             df.unpersist()
-    return counts
-
-
-def _replace_clusters(lake: Any, name: str, df: DataFrame, clusters: list[str], user_metadata: str) -> None:
-    """Replace the rows of `clusters` in table `name` by `df` in one Delta commit (other clusters untouched)."""
-    lake.ensure(name)
-    quoted = ", ".join("'" + c.replace("'", "''") + "'" for c in clusters)
-    writer = (df.write.format("delta").mode("overwrite").option("replaceWhere", f"cluster_id IN ({quoted})")
-              .option("userMetadata", user_metadata))
-    path = lake.table_path(name)
-    if path is None:
-        writer.saveAsTable(lake.table_ref(name))
-    else:
-        writer.save(path)

@@ -39,6 +39,7 @@ from pyspark.sql.types import (
 )
 
 from replay.spark import replay as replay_tables
+from replay.spark import resume
 
 DEFAULT_LAKE = "./lakehouse"
 
@@ -49,6 +50,7 @@ ACL_HISTORY = "acl_history"
 LOG_COVERAGE = "log_coverage"
 ANOMALIES = "anomalies"
 OFFSET_TIMES = "offset_times"
+REPLAY_STATE = resume.REPLAY_STATE
 
 PARTITION_COLUMNS = ("cluster_id",)
 
@@ -145,6 +147,7 @@ SCHEMAS: dict[str, StructType] = {
     LOG_COVERAGE: LOG_COVERAGE_SCHEMA,
     ANOMALIES: ANOMALIES_SCHEMA,
     OFFSET_TIMES: OFFSET_TIMES_SCHEMA,
+    REPLAY_STATE: resume.STATE_SCHEMA,
 }
 
 _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"

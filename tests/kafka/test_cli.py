@@ -434,8 +434,9 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     def module(name: str, **attrs: Any) -> None:
         monkeypatch.setitem(sys.modules, f"replay.spark.{name}", types.SimpleNamespace(**attrs))
 
-    def replay_lake(lk: Any, clusters: list[str], high_watermark: int | None = None) -> dict[str, int]:
-        calls["replay_lake"].append((lk, clusters, high_watermark))
+    def replay_lake(lk: Any, clusters: list[str], high_watermark: int | None = None, full: bool = False,
+                    progress: bool = True) -> dict[str, int]:
+        calls["replay_lake"].append((lk, clusters, high_watermark) + (("full",) if full else ()))
         return {"acl_events": 5, "acl_history": 3}
 
     class IngestError(RuntimeError):
@@ -470,6 +471,8 @@ def test_replay_command(fake_spark: dict[str, list[Any]], capsys: pytest.Capture
     code, out, _ = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod", "--high-watermark", "120"], capsys)
     assert code == 0 and fake_spark["replay_lake"] == [(fake_spark["lake"][0], ["prod"], 120)]
     assert out == "replayed: acl_events 5, acl_history 3\n"
+    code, out, _ = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod", "--full"], capsys)
+    assert code == 0 and fake_spark["replay_lake"][-1] == (fake_spark["lake"][0], ["prod"], None, "full")
 
 
 def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],

@@ -1,0 +1,210 @@
+"""Incremental replay (`replay.spark.resume`): dumps arriving day by day give, after each day's replay, the tables a
+full replay of everything ingested gives, and the reference replayer's answers."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from replay.kafka import synth
+from replay.kafka.dump import replay_paths
+from tests.histories import STEPS
+from tests.spark.test_replay_vs_reference import compare
+
+pytestmark = pytest.mark.spark
+
+TABLES = ["acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
+
+
+def table_rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ...]]]:
+    from pyspark.sql import functions as F
+
+    return {t: Counter(tuple(r) for r in lake.read(t).where(F.col("cluster_id") == cluster).collect())
+            for t in TABLES}
+
+
+def full_replay_rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ...]]]:
+    """What a full replay of everything the lake holds for `cluster` writes (computed, not written)."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.replay import REPLAY_SCHEMAS, replay_records
+
+    def read(t: str) -> Any:
+        return lake.read(t).where(F.col("cluster_id") == cluster)
+
+    frames, cached, _ = replay_records(read("metadata_records"), read("quarantine"))
+    try:
+        return {t: Counter(tuple(r) for r in frames[t].select(
+            *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[t].fields]).collect()) for t in TABLES}
+    finally:
+        for df in cached:
+            df.unpersist()
+
+
+def state(lake: Any, cluster: str) -> Any:
+    from pyspark.sql import functions as F
+
+    return lake.read("replay_state").where(F.col("cluster_id") == cluster).first()
+
+
+def write_days(sc: dict[str, Any], root: Path, days: list[float]) -> list[list[str]]:
+    """A drawn history as the dumps of successive days: day k holds the log up to a cut (and the snapshots below
+    it); the last day holds it all, as `write_scenario` writes it (retention, divergent and text copies, ...).
+    Snapshots are drawn as fractions of the log, so that they fall inside the early days."""
+    from tests.spark.test_replay_vs_reference import write_scenario
+
+    log = synth.log_from_steps([*sc["steps"], ("noop",)], valid=sc["valid"])
+    sc = {**sc, "cuts": sorted({max(1, int(log.end_offset * f)) for f in sc["snapshots"]}), "high_watermark": None}
+    snaps = synth.quiet_snapshot_ends(log, sc["cuts"])
+    out = []
+    for k, frac in enumerate(days):
+        cut = max(1, int(log.end_offset * frac))
+        d = root / f"day{k}"
+        earlier = tuple(s for s in snaps if s <= cut)
+        tampered = snaps[0] if sc["tamper"] and earlier else None  # a node's snapshot file is the same every day
+        files = synth.write_dump(log, str(d), synth.Layout(segment_every=sc["segment_every"], codec=sc["codec"],
+                                                          snapshot_at=earlier, tamper_snapshot=tampered,
+                                                          max_offset=cut))
+        if files:
+            out.append([str(d)])
+    out.append(write_scenario(sc, root / "last"))
+    return out
+
+
+def run_days(spark: Any, root: Path, scenarios: list[dict[str, Any]], days: list[float]) -> list[str]:
+    """Ingest each scenario's days as its own cluster, replaying after every day; after each replay, the tables
+    equal a full replay's and the reference's. Returns the modes the replays chose."""
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+
+    lake = Lake(spark, str(root / "lake"))
+    dumps = {f"c{i}": write_days(sc, root / f"c{i}", days) for i, sc in enumerate(scenarios)}
+    modes: list[str] = []
+    replays: dict[str, str] = {}
+    for day in range(max(len(d) for d in dumps.values())):
+        todo = [c for c, d in dumps.items() if day < len(d)]
+        for c in todo:
+            ingest(spark, dumps[c][day], cluster=c, lake=lake, progress=False)
+        replay_lake(lake, todo, progress=False)
+        for c in todo:
+            row = state(lake, c)
+            modes.append("unchanged" if replays.get(c) == row.replay_id else f"{row.mode}: {row.reason}")
+            replays[c] = row.replay_id
+            assert table_rows(lake, c) == full_replay_rows(lake, c), (c, day, state(lake, c).reason)
+            compare(replay_paths([p for d in dumps[c][: day + 1] for p in d]), lake, c)
+    return modes
+
+
+DAYS = st.lists(st.floats(0.1, 0.95), min_size=1, max_size=2).map(sorted)
+SCENARIO = st.fixed_dictionaries({
+    "steps": STEPS, "valid": st.booleans(), "segment_every": st.sampled_from([3, 7, 1000]),
+    "snapshots": st.lists(st.floats(0.05, 1.0), min_size=1, max_size=4),  # where, as fractions of the log
+    "retain": st.one_of(st.none(), st.integers(0, 3)), "drop": st.lists(st.integers(0, 8), max_size=1, unique=True),
+    "tamper": st.booleans(), "codec": st.sampled_from([0, 2]), "diverge": st.booleans(), "overlap": st.booleans(),
+    "text": st.sampled_from([None, None, "4.3"]),
+})
+
+_TXN_AND_SNAPSHOTS = {
+    "steps": [("create", 1), ("create", 2), ("new_batch",), ("begin",), ("create", 3), ("new_batch",),
+              ("create", 4), ("end",), ("new_batch",), ("delete", 0), ("create", 5), ("new_batch",),
+              ("stray_remove", True), ("new_batch",), ("begin",), ("create", 6), ("abort",), ("create", 7),
+              ("new_batch",), ("delete", 1), ("create", 8), ("new_batch",), ("begin",), ("create", 9)],
+    "valid": False, "segment_every": 3, "snapshots": [0.15, 0.35, 0.55, 0.7], "retain": None, "drop": [], "tamper": False,
+    "codec": 0, "diverge": False, "overlap": False, "text": None}
+
+
+@settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "3")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
+                                 HealthCheck.too_slow])
+@given(scenarios=st.lists(SCENARIO, min_size=2, max_size=2), days=DAYS)
+@example(scenarios=[_TXN_AND_SNAPSHOTS, {**_TXN_AND_SNAPSHOTS, "retain": 1, "diverge": True, "text": "4.3"}],
+         days=[0.3, 0.6])
+def test_incremental_replay_equals_full_replay(spark: Any, tmp_path_factory: pytest.TempPathFactory,
+                                               scenarios: list[dict[str, Any]], days: list[float]) -> None:
+    modes = run_days(spark, tmp_path_factory.mktemp("incremental"), scenarios, days)
+    print("replay modes:", modes)
+
+
+def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path) -> None:
+    """A log with snapshots, ingested in three dumps: the second and third replays resume; a re-ingest of an old
+    dump changes nothing and replays nothing; a dump reaching back before the resume point replays in full."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+
+    log = synth.generate(7, n_batches=60)
+    snaps = synth.quiet_snapshot_ends(log, [log.end_offset // 4, log.end_offset // 2, 3 * log.end_offset // 4])
+    assert len(snaps) == 3
+    lake = Lake(spark, str(tmp_path / "lake"))
+    cuts = [snaps[0] + 3, snaps[1] + 3, None]
+    dumps = []
+    for k, cut in enumerate(cuts):
+        d = str(tmp_path / f"day{k}")
+        synth.write_dump(log, d, synth.Layout(segment_every=10, snapshot_at=tuple(
+            s for s in snaps if cut is None or s <= cut), max_offset=cut))
+        dumps.append(d)
+    expected_resume = [None, snaps[0] - 1, snaps[1] - 1]
+    for k, d in enumerate(dumps):
+        ingest(spark, [d], cluster="c1", lake=lake, progress=False)
+        replay_lake(lake, ["c1"], progress=False)
+        st_row = state(lake, "c1")
+        assert (st_row.mode, st_row.status) == ("full" if k == 0 else "incremental", "done"), st_row.reason
+        if k:
+            assert st_row.reason == "1 new ingest(s), all after it"
+            # the replay read only the rows after the resume point: its commit replaced events after it only
+            assert expected_resume[k] is not None
+        assert table_rows(lake, "c1") == full_replay_rows(lake, "c1")
+        compare(replay_paths(dumps[: k + 1]), lake, "c1")
+    assert state(lake, "c1").resume_offset == snaps[2] - 1
+
+    versions = {t: lake.version(t) for t in TABLES}
+    ingest(spark, [dumps[1]], cluster="c1", lake=lake, progress=False)  # nothing new
+    replay_lake(lake, ["c1"], progress=False)
+    assert {t: lake.version(t) for t in TABLES} == versions
+    assert state(lake, "c1").mode == "incremental"
+
+    # a node that kept other records at offsets before the resume point (a truncated suffix): full replay
+    other = str(tmp_path / "node2")
+    synth.write_dump(synth.divergent_copy(log, 3, 5)[1], other, synth.Layout(segment_every=1000, max_offset=snaps[0]))
+    report = ingest(spark, [other], cluster="c1", lake=lake, progress=False)
+    assert report.records_new > 0
+    replay_lake(lake, ["c1"], progress=False)
+    st_row = state(lake, "c1")
+    assert st_row.mode == "full" and "at or before the resume point" in st_row.reason, st_row.reason
+    assert table_rows(lake, "c1") == full_replay_rows(lake, "c1")
+    events = lake.read("acl_events").where(F.col("cluster_id") == "c1")
+    assert events.count() == events.select("seq").distinct().count()
+
+
+def test_full_replay_on_request_and_with_a_high_watermark(spark: Any, tmp_path: Path) -> None:
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+
+    log = synth.generate(3, n_batches=30)
+    snaps = synth.quiet_snapshot_ends(log, [log.end_offset // 2])
+    d = str(tmp_path / "dump")
+    synth.write_dump(log, d, synth.Layout(segment_every=10, snapshot_at=snaps))
+    lake = Lake(spark, str(tmp_path / "lake"))
+    ingest(spark, [d], cluster="c1", lake=lake, progress=False)
+    replay_lake(lake, ["c1"], high_watermark=snaps[0] + 2, progress=False)
+    st_row = state(lake, "c1")
+    assert (st_row.mode, st_row.resume_offset, st_row.high_watermark) == ("full", None, snaps[0] + 2)
+    replay_lake(lake, ["c1"], progress=False)  # after a watermark, nothing new still means a full replay
+    st_row = state(lake, "c1")
+    assert (st_row.mode, st_row.reason) == ("full", f"the previous replay stopped at high watermark {snaps[0] + 2}")
+    assert st_row.high_watermark is None and st_row.resume_offset == snaps[0] - 1
+    replay_lake(lake, ["c1"], full=True, progress=False)
+    assert state(lake, "c1").reason == "asked for a full replay"
+    compare(replay_paths([d]), lake, "c1")
+
+
