@@ -766,7 +766,7 @@ def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans:
     resume.write_states(lake, plans, replay_id, "running", high_watermark)
     seeds = resume.seeds(lake.spark, plans)
     frames, cached, parts = replay_records(
-        records.where(F.col("cluster_id").isin(names) & resume.suffix_filter(plans)),
+        records.where(resume.suffix_filter(plans)),
         quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans))
     frames = resume.splice(lake, frames, plans)
     meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,

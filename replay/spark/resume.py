@@ -336,7 +336,8 @@ _REPLACED_AFTER = {
 
 
 def replace_predicate(table: str, plans: dict[str, Plan]) -> str:
-    """The rows one table's commit replaces: a full cluster's all, a resumed cluster's after its resume point."""
+    """The rows one table's commit replaces: a full cluster's all, a resumed cluster's after its resume point (all
+    of them in the tables not listed in `_REPLACED_AFTER`)."""
     parts = []
     for p in plans.values():
         here = "cluster_id = '" + p.cluster.replace("'", "''") + "'"
@@ -359,9 +360,8 @@ def write_states(lake: Any, plans: dict[str, Plan], replay_id: str, status: str,
                      "ingest_ids": p.ingest_ids, "last_offset": (last or {}).get(p.cluster),
                      **{k: point.get(k) for k in _RESUME_FIELDS}})
     df = lake.spark.createDataFrame(rows, STATE_SCHEMA)
-    write_replacing(lake, REPLAY_STATE, df, " OR ".join(
-        "(cluster_id = '" + p.cluster.replace("'", "''") + "')" for p in plans.values()),
-        f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}')
+    write_replacing(lake, REPLAY_STATE, df, replace_predicate(REPLAY_STATE, plans),
+                    f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}')
 
 
 def write_replacing(lake: Any, name: str, df: DataFrame, predicate: str, user_metadata: str) -> None:
