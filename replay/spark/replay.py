@@ -39,72 +39,13 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from replay.kafka.model import NOTICE_KINDS, ProblemKind
+from replay.spark.tables import ACL_FIELDS as _ACL_FIELDS
+from replay.spark.tables import REPLAY_SCHEMAS
 
 ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT = 18, 19, 23, 24, 25
-_ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
-               "permission_type"]
 
-# ---- output schemas --------------------------------------------------------------------------------------------
-ACL_COLUMNS = [T.StructField(c, T.StringType()) for c in _ACL_FIELDS]
-
-EVENTS_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType(), False),
-    T.StructField("offset", T.LongType(), False),  # where the change became visible
-    T.StructField("offset_min", T.LongType(), False),  # == offset when exact; else it happened in [min, offset]
-    T.StructField("exact", T.BooleanType(), False),
-    T.StructField("seq", T.LongType(), False),  # 1-based order of application within the cluster
-    T.StructField("time", T.LongType()),
-    T.StructField("acl_id", T.StringType(), False),
-    T.StructField("change", T.StringType(), False),  # CREATE | REMOVE
-    T.StructField("cause", T.StringType(), False),  # RECORD | TRANSACTION | REPLACE | SNAPSHOT_LOAD
-    T.StructField("record_offset", T.LongType()),  # the record's own offset (null for snapshot loads)
-    *ACL_COLUMNS,
-])
-
-HISTORY_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType(), False),
-    T.StructField("acl_id", T.StringType(), False),
-    *ACL_COLUMNS,
-    T.StructField("valid_from_offset", T.LongType(), False),
-    T.StructField("valid_from_min_offset", T.LongType(), False),
-    T.StructField("valid_from_exact", T.BooleanType(), False),
-    T.StructField("valid_from_time", T.LongType()),
-    T.StructField("began_by", T.StringType(), False),
-    T.StructField("valid_to_offset", T.LongType()),
-    T.StructField("valid_to_min_offset", T.LongType()),
-    T.StructField("valid_to_exact", T.BooleanType()),
-    T.StructField("valid_to_time", T.LongType()),
-    T.StructField("ended_by", T.StringType()),
-])
-
-COVERAGE_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType(), False),
-    T.StructField("start_offset", T.LongType(), False),
-    T.StructField("end_offset", T.LongType(), False),
-    T.StructField("kind", T.StringType(), False),  # log | snapshot | missing | incomplete
-    T.StructField("source", T.StringType()),
-])
-
-ANOMALIES_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType(), False),
-    T.StructField("kind", T.StringType(), False),
-    T.StructField("offset", T.LongType()),
-    T.StructField("source_file", T.StringType()),
-    T.StructField("file_position", T.LongType()),
-    T.StructField("message", T.StringType(), False),
-])
-
-OFFSET_TIMES_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType(), False),
-    T.StructField("offset", T.LongType(), False),  # last offset of a batch, or a snapshot's last contained offset
-    T.StructField("time", T.LongType(), False),
-])
-
-REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
-                  "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
 
 log = logging.getLogger("replay.spark.replay")
 

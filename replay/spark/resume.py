@@ -33,29 +33,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from replay.spark.replay import TXN_ABORT, TXN_BEGIN, TXN_END, with_missing
-
-REPLAY_STATE = "replay_state"
-
-STATE_SCHEMA = T.StructType([
-    T.StructField("cluster_id", T.StringType(), False),
-    T.StructField("replay_id", T.StringType(), False),
-    T.StructField("replayed_at", T.TimestampType(), False),
-    T.StructField("status", T.StringType(), False),  # running | done
-    T.StructField("mode", T.StringType(), False),  # full | incremental
-    T.StructField("reason", T.StringType()),  # why that mode
-    T.StructField("high_watermark", T.LongType()),
-    T.StructField("ingest_ids", T.ArrayType(T.StringType())),  # the ingests whose rows the replay read
-    T.StructField("last_offset", T.LongType()),
-    T.StructField("resume_offset", T.LongType()),  # the latest settled loaded snapshot (null: no resume point)
-    T.StructField("epoch_floor", T.IntegerType()),
-    T.StructField("marker_offset", T.LongType()),
-    T.StructField("marker_key", T.IntegerType()),
-    T.StructField("marker_time", T.LongType()),
-    T.StructField("marker_file", T.StringType()),
-    T.StructField("marker_position", T.LongType()),
-    T.StructField("gap_end", T.LongType()),
-    T.StructField("hole_since_marker", T.BooleanType()),
-])
+from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
                   "marker_position", "gap_end", "hole_since_marker"]

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
+    ArrayType,
     BinaryType,
     BooleanType,
     DataType,
@@ -38,9 +39,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from replay.spark import replay as replay_tables
-from replay.spark import resume
-
 DEFAULT_LAKE = "./lakehouse"
 
 METADATA_RECORDS = "metadata_records"
@@ -50,7 +48,7 @@ ACL_HISTORY = "acl_history"
 LOG_COVERAGE = "log_coverage"
 ANOMALIES = "anomalies"
 OFFSET_TIMES = "offset_times"
-REPLAY_STATE = resume.REPLAY_STATE
+REPLAY_STATE = "replay_state"
 
 PARTITION_COLUMNS = ("cluster_id",)
 
@@ -130,14 +128,90 @@ QUARANTINE_SCHEMA = StructType([
     _f("ingest_id", StringType(), "the ingest that first found it"),
 ])
 
-# ---- the replay's tables (DESIGN.md §4). Written by replay.spark.replay; the schemas here are the starting point.
+# ---- the replay's tables (DESIGN.md §4), written by replay.spark.replay; the lake owns every table's schema
+ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
+ACL_COLUMNS = [StructField(c, StringType()) for c in ACL_FIELDS]
 
-# The replay's tables are defined next to the code that fills them.
-ACL_EVENTS_SCHEMA = replay_tables.EVENTS_SCHEMA
-ACL_HISTORY_SCHEMA = replay_tables.HISTORY_SCHEMA
-LOG_COVERAGE_SCHEMA = replay_tables.COVERAGE_SCHEMA
-ANOMALIES_SCHEMA = replay_tables.ANOMALIES_SCHEMA
-OFFSET_TIMES_SCHEMA = replay_tables.OFFSET_TIMES_SCHEMA
+EVENTS_SCHEMA = StructType([
+    StructField("cluster_id", StringType(), False),
+    StructField("offset", LongType(), False),  # where the change became visible
+    StructField("offset_min", LongType(), False),  # == offset when exact; else it happened in [min, offset]
+    StructField("exact", BooleanType(), False),
+    StructField("seq", LongType(), False),  # 1-based order of application within the cluster
+    StructField("time", LongType()),
+    StructField("acl_id", StringType(), False),
+    StructField("change", StringType(), False),  # CREATE | REMOVE
+    StructField("cause", StringType(), False),  # RECORD | TRANSACTION | REPLACE | SNAPSHOT_LOAD
+    StructField("record_offset", LongType()),  # the record's own offset (null for snapshot loads)
+    *ACL_COLUMNS,
+])
+
+HISTORY_SCHEMA = StructType([
+    StructField("cluster_id", StringType(), False),
+    StructField("acl_id", StringType(), False),
+    *ACL_COLUMNS,
+    StructField("valid_from_offset", LongType(), False),
+    StructField("valid_from_min_offset", LongType(), False),
+    StructField("valid_from_exact", BooleanType(), False),
+    StructField("valid_from_time", LongType()),
+    StructField("began_by", StringType(), False),
+    StructField("valid_to_offset", LongType()),
+    StructField("valid_to_min_offset", LongType()),
+    StructField("valid_to_exact", BooleanType()),
+    StructField("valid_to_time", LongType()),
+    StructField("ended_by", StringType()),
+])
+
+COVERAGE_SCHEMA = StructType([
+    StructField("cluster_id", StringType(), False),
+    StructField("start_offset", LongType(), False),
+    StructField("end_offset", LongType(), False),
+    StructField("kind", StringType(), False),  # log | snapshot | missing | incomplete
+    StructField("source", StringType()),
+])
+
+ANOMALIES_SCHEMA = StructType([
+    StructField("cluster_id", StringType(), False),
+    StructField("kind", StringType(), False),
+    StructField("offset", LongType()),
+    StructField("source_file", StringType()),
+    StructField("file_position", LongType()),
+    StructField("message", StringType(), False),
+])
+
+OFFSET_TIMES_SCHEMA = StructType([
+    StructField("cluster_id", StringType(), False),
+    StructField("offset", LongType(), False),  # last offset of a batch, or a snapshot's last contained offset
+    StructField("time", LongType(), False),
+])
+
+REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
+                  "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
+
+STATE_SCHEMA = StructType([
+    StructField("cluster_id", StringType(), False),
+    StructField("replay_id", StringType(), False),
+    StructField("replayed_at", TimestampType(), False),
+    StructField("status", StringType(), False),  # running | done
+    StructField("mode", StringType(), False),  # full | incremental
+    StructField("reason", StringType()),  # why that mode
+    StructField("high_watermark", LongType()),
+    StructField("ingest_ids", ArrayType(StringType())),  # the ingests whose rows the replay read
+    StructField("last_offset", LongType()),
+    StructField("resume_offset", LongType()),  # the latest settled loaded snapshot (null: no resume point)
+    StructField("epoch_floor", IntegerType()),
+    StructField("marker_offset", LongType()),
+    StructField("marker_key", IntegerType()),
+    StructField("marker_time", LongType()),
+    StructField("marker_file", StringType()),
+    StructField("marker_position", LongType()),
+    StructField("gap_end", LongType()),
+    StructField("hole_since_marker", BooleanType()),
+])
+
+ACL_EVENTS_SCHEMA = EVENTS_SCHEMA
+ACL_HISTORY_SCHEMA = HISTORY_SCHEMA
+LOG_COVERAGE_SCHEMA = COVERAGE_SCHEMA
 
 SCHEMAS: dict[str, StructType] = {
     METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
@@ -147,7 +221,7 @@ SCHEMAS: dict[str, StructType] = {
     LOG_COVERAGE: LOG_COVERAGE_SCHEMA,
     ANOMALIES: ANOMALIES_SCHEMA,
     OFFSET_TIMES: OFFSET_TIMES_SCHEMA,
-    REPLAY_STATE: resume.STATE_SCHEMA,
+    REPLAY_STATE: STATE_SCHEMA,
 }
 
 _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"

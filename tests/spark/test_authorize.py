@@ -41,7 +41,7 @@ class MemLake:
 
     def __init__(self, spark: Any, history: list[dict[str, Any]], coverage: list[dict[str, Any]],
                  times: list[dict[str, Any]], extra: dict[str, Any] | None = None) -> None:
-        from replay.spark.replay import COVERAGE_SCHEMA, HISTORY_SCHEMA, OFFSET_TIMES_SCHEMA
+        from replay.spark.tables import COVERAGE_SCHEMA, HISTORY_SCHEMA, OFFSET_TIMES_SCHEMA
 
         self.tables = {"acl_history": spark.createDataFrame(history, HISTORY_SCHEMA),
                        "log_coverage": spark.createDataFrame(coverage, COVERAGE_SCHEMA),

@@ -33,7 +33,8 @@ def full_replay_rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ..
     """What a full replay of everything the lake holds for `cluster` writes (computed, not written)."""
     from pyspark.sql import functions as F
 
-    from replay.spark.replay import REPLAY_SCHEMAS, replay_records
+    from replay.spark.replay import replay_records
+    from replay.spark.tables import REPLAY_SCHEMAS
 
     def read(t: str) -> Any:
         return lake.read(t).where(F.col("cluster_id") == cluster)
