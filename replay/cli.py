@@ -182,7 +182,7 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
     if not sources:
         print(f"kraft-replay acls: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
-    result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary)
+    result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary, needed_only=True)
     if args.as_of_time is not None:
         offset = result.offset_at_time(args.as_of_time)
         if offset is None:
@@ -194,7 +194,7 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
             print("the dump holds no records", file=sys.stderr)
             return EXIT_USAGE
     state = result.state_at(offset)
-    time = next((t for o, t in reversed(result.times) if o <= offset), None)
+    time = result.time_of(offset)
     meta = {"asOfOffset": offset, "asOfTime": format_time(time), "covered": state.covered,
             "complete": state.complete, "exact": state.exact}
     _print_lines(render_acls(state.certain, args.format, state.uncertain, meta), out)

@@ -10,7 +10,7 @@ from typing import TypeVar
 from . import batch as batch_reader
 from . import dumplog, files
 from .model import Batch, Problem, SourceFile, SourceKind
-from .replayer import Replayer, ReplayResult
+from .replayer import NEEDED_RECORDS, Replayer, ReplayResult
 
 T = TypeVar("T")
 
@@ -42,12 +42,14 @@ class ProblemSummary:
 _SNAPSHOT_KINDS = (SourceKind.SNAPSHOT, SourceKind.BOOTSTRAP)
 
 
-def read_source(source: SourceFile, strict: bool = False) -> Iterator[Batch | Problem]:
+def read_source(source: SourceFile, strict: bool = False,
+                records_for: frozenset[int] | None = None) -> Iterator[Batch | Problem]:
     """Decode one file of a dump, whatever its kind, as batches and problems in file order.
 
     Snapshots and `bootstrap.checkpoint` (and snapshot sections of dump-log text) also get their structure
     problems, `snapshot_no_header` and `snapshot_no_footer`, in their own stream. With `strict=True` the first
-    problem raises `batch.DecodeError`.
+    problem raises `batch.DecodeError`. `records_for`: see `batch.decode_batch` (binary files only; dump-log text
+    is always read whole).
     """
     if source.kind == SourceKind.DUMP_LOG_TEXT:
         for item in read_text_sections(source.path):
@@ -56,7 +58,8 @@ def read_source(source: SourceFile, strict: bool = False) -> Iterator[Batch | Pr
             if isinstance(item, Batch | Problem):
                 yield item
         return
-    yield from batch_reader.read_file(source.path, strict=strict, snapshot=source.kind in _SNAPSHOT_KINDS)
+    yield from batch_reader.read_file(source.path, strict=strict, snapshot=source.kind in _SNAPSHOT_KINDS,
+                                      records_for=records_for)
 
 
 def read_text_sections(path: str) -> Iterator[dumplog.Section | Batch | Problem]:
@@ -74,8 +77,16 @@ def replay_sources(
     high_watermark: int | None = None,
     strict: bool = False,
     summary: ProblemSummary | None = None,
+    needed_only: bool = False,
 ) -> ReplayResult:
-    """Decode every source and replay them together (DESIGN.md §3). Decoder problems go to `summary` too."""
+    """Decode every source and replay them together (DESIGN.md §3). Decoder problems go to `summary` too.
+
+    One file at a time, one batch at a time: the replayer keeps a few numbers per batch and the ACL and transaction
+    records, not the log. `needed_only`: log segments decode only the values the rules read (`NEEDED_RECORDS`):
+    the answer is the same, and the problems are those of what is decoded (every framing and CRC problem, the
+    values of ACL, transaction, control and unknown records, and whole snapshots, whose every problem decides
+    whether they load), not those of other records' values.
+    """
     replayer = Replayer(high_watermark=high_watermark)
 
     def counted(items: Iterable[T]) -> Iterator[T]:
@@ -88,7 +99,9 @@ def replay_sources(
         if source.kind == SourceKind.DUMP_LOG_TEXT:
             _replay_text(replayer, counted(read_text_sections(source.path)), source.path)
             continue
-        items = counted(read_source(source, strict=strict))
+        segment = source.kind == SourceKind.SEGMENT
+        records_for = NEEDED_RECORDS if needed_only and segment else None
+        items = counted(read_source(source, strict=strict, records_for=records_for))
         if source.kind == SourceKind.SNAPSHOT:
             assert source.snapshot_end_offset is not None and source.snapshot_epoch is not None
             replayer.add_snapshot(source.snapshot_end_offset, source.snapshot_epoch, items, source.path)
@@ -96,7 +109,7 @@ def replay_sources(
             for _ in items:  # bootstrap records reach the log through the controller; decode for problems only
                 pass
         else:
-            replayer.add_log(items)
+            replayer.add_log(items, from_file=True, records_for=records_for)
     result = replayer.run()
     if summary is not None:
         decoder_problems = {id(p) for p in summary.examples}
@@ -142,7 +155,8 @@ def _flush_text_section(replayer: Replayer, section: dumplog.Section | None, ite
 
 def replay_paths(
     paths: Iterable[str], high_watermark: int | None = None, strict: bool = False,
-    summary: ProblemSummary | None = None,
+    summary: ProblemSummary | None = None, needed_only: bool = False,
 ) -> ReplayResult:
     sources, _ignored = discover(paths)
-    return replay_sources(sources, high_watermark=high_watermark, strict=strict, summary=summary)
+    return replay_sources(sources, high_watermark=high_watermark, strict=strict, summary=summary,
+                          needed_only=needed_only)

@@ -39,19 +39,26 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import BinaryIO, NamedTuple, overload
 
 from .acl import AclBinding
 from .model import Batch, Problem, ProblemKind, Record
+from .schemas import METADATA_SCHEMAS
 
 ACL_ENTRY = 18
 ACL_REMOVE = 19
 TXN_BEGIN = 23
 TXN_END = 24
 TXN_ABORT = 25
-_RELEVANT = {ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT}
+_RELEVANT = frozenset({ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT})
+# The api keys whose values a replay decodes (`batch.read_file(records_for=...)`): the ACL and transaction records,
+# and every key no schema knows (a record of an unknown type might matter; decoding it reports it). Other records
+# count by their offsets only.
+NEEDED_RECORDS = _RELEVANT | frozenset(range(0x8000)).difference(METADATA_SCHEMAS)
 
 
 class Change(str, Enum):
@@ -168,6 +175,7 @@ class LogEntry:
     position: int
     batch_last_offset: int
     text: bool = False  # parsed from kafka-dump-log text: bytes may be missing, so not comparable byte for byte
+    row: int = -1  # the batch copy it comes from (`_LogCopies`)
 
 
 @dataclass(slots=True)
@@ -183,16 +191,61 @@ class SnapshotImage:
         return self.end_offset - 1
 
 
+class OffsetTimes(Sequence[tuple[int, int]]):
+    """The time index, (offset, time) by offset, one per batch (and snapshot), in two compact columns."""
+
+    def __init__(self, pairs: Iterable[tuple[int, int]] = ()) -> None:
+        self.offsets = array("q")
+        self.times = array("q")
+        for offset, time in pairs:
+            self.offsets.append(offset)
+            self.times.append(time)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if isinstance(i, slice):
+            return list(zip(self.offsets[i], self.times[i], strict=True))
+        return self.offsets[i], self.times[i]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.offsets, self.times, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OffsetTimes):
+            return self.offsets == other.offsets and self.times == other.times
+        if isinstance(other, list | tuple):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OffsetTimes({list(self)!r})"
+
+    def time_of(self, offset: int) -> int | None:
+        """The time of the last index entry at or before `offset`."""
+        i = bisect.bisect_right(self.offsets, offset)
+        return self.times[i - 1] if i else None
+
+
 @dataclass(slots=True)
 class ReplayResult:
     lifetimes: list[AclLifetime]
     events: list[AclEvent]
     coverage: list[CoverageRange]
     anomalies: list[Problem]
-    times: list[tuple[int, int]] = field(default_factory=list)  # (offset, time), by offset, one per batch
+    times: OffsetTimes = field(default_factory=OffsetTimes)  # (offset, time), by offset, one per batch
     last_offset: int | None = None
     incomplete: list[tuple[int, int]] = field(default_factory=list)  # inclusive offset ranges, see AclState
-    _suffix_min: list[int] = field(default_factory=list, repr=False)
+    _suffix_min: array[int] = field(default_factory=lambda: array("q"), repr=False)
 
     def is_complete_at(self, offset: int) -> bool:
         return not any(lo <= offset <= hi for lo, hi in self.incomplete)
@@ -204,14 +257,17 @@ class ReplayResult:
         an early enough time, found by bisecting the running minimum of the times from the end.
         """
         if len(self._suffix_min) != len(self.times):
-            mins: list[int] = []
-            low: int | None = None
-            for _, t in reversed(self.times):
-                low = t if low is None else min(low, t)
-                mins.append(low)
-            self._suffix_min = mins[::-1]
+            mins = array("q", self.times.times)
+            for i in range(len(mins) - 2, -1, -1):
+                if mins[i + 1] < mins[i]:
+                    mins[i] = mins[i + 1]
+            self._suffix_min = mins
         i = bisect.bisect_right(self._suffix_min, time_ms)
-        return self.times[i - 1][0] if i else None
+        return self.times.offsets[i - 1] if i else None
+
+    def time_of(self, offset: int) -> int | None:
+        """The time of `offset` as the index knows it: that of the last entry at or before it."""
+        return self.times.time_of(offset)
 
     def state_at(self, offset: int) -> AclState:
         certain: dict[str, AclBinding] = {}
@@ -263,6 +319,9 @@ class LogRuns:
             x = run[1] + 1
         return x if x <= upto else None
 
+    def covers(self, offset: int) -> bool:
+        return self._run_at(offset) is not None
+
     def unknown_between(self, after: int, before: int) -> bool:
         """Whether some offset strictly between `after` and `before` is in no dump."""
         return self.unknown_min(after, before - 1) is not None
@@ -274,30 +333,225 @@ class LogRuns:
         return x if x > after else None
 
 
+class _RecordCopy(NamedTuple):
+    """One record of a batch copy, as the choice between copies needs it."""
+
+    offset: int
+    digest: bytes
+    record: Record | None  # only ACL and transaction records
+
+
+class _LogCopies:
+    """Every copy of a log batch that was added, one row each in compact columns, in the order added.
+
+    A row stands for the records of one batch below the high watermark. A *plain* row came from a binary file and
+    its records are exactly the offsets `first..last`: it keeps only its ACL and transaction records (`relevant`),
+    and where its records are needed one by one (another copy overlaps it) they are read again from the file.
+    A *detailed* row keeps every record's offset and digest (`details`): batches given in memory or parsed from
+    dump-log text (nothing to read again), and batches whose record offsets are not simply consecutive.
+    """
+
+    def __init__(self) -> None:
+        self.first = array("q")  # the row's smallest record offset
+        self.last = array("q")  # and its greatest
+        self.batch_last = array("q")  # the header's last offset (time index entries sit there)
+        self.epoch = array("q")
+        self.time = array("q")
+        self.position = array("q")
+        self.size = array("q")
+        self.source = array("l")  # index into `sources`
+        self.text = bytearray()
+        self.sources: list[str] = []
+        self._source_ids: dict[str, int] = {}
+        self.relevant: dict[int, list[Record]] = {}
+        self.details: dict[int, list[_RecordCopy]] = {}
+        self._files: dict[str, BinaryIO] = {}
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+    def add(self, batch: Batch, first: int, last: int, text: bool) -> int:
+        h = batch.header
+        source = self._source_ids.get(batch.source)
+        if source is None:
+            source = self._source_ids[batch.source] = len(self.sources)
+            self.sources.append(batch.source)
+        self.first.append(first)
+        self.last.append(last)
+        self.batch_last.append(h.last_offset)
+        self.epoch.append(h.partition_leader_epoch)
+        self.time.append(batch.append_time)
+        self.position.append(h.position)
+        self.size.append(h.size)
+        self.source.append(source)
+        self.text.append(text)
+        return len(self.first) - 1
+
+    def entry(self, row: int, offset: int, record: Record | None, digest: bytes = b"") -> LogEntry:
+        return LogEntry(offset, self.epoch[row], self.time[row], digest, record, self.sources[self.source[row]],
+                        self.position[row], self.batch_last[row], bool(self.text[row]), row)
+
+    # ---- reading a plain row's batch again
+    def read_raw(self, row: int) -> bytes:
+        return self.read_at(self.sources[self.source[row]], self.position[row], self.size[row])
+
+    def read_at(self, path: str, position: int, size: int) -> bytes:
+        stream = self._files.get(path)
+        if stream is None:
+            stream = self._files[path] = open(path, "rb")  # noqa: SIM115 - closed by `close`
+        stream.seek(position)
+        return stream.read(size)
+
+    def records_of(self, row: int, high_watermark: int | None) -> list[_RecordCopy]:
+        details = self.details.get(row)
+        if details is not None:
+            return details
+        path, position = self.sources[self.source[row]], self.position[row]
+        again = decode_whole(self.read_at(path, position, self.size[row]), path, position, self.first[row])
+        return [_record_copy(r) for r in again.records if high_watermark is None or r.offset < high_watermark]
+
+    def close(self) -> None:
+        for stream in self._files.values():
+            stream.close()
+        self._files.clear()
+
+
+def decode_whole(data: bytes, path: str, position: int, base_offset: int) -> Batch:
+    """A batch read again from its file, decoded whole (its problems were reported when it was first read)."""
+    from .batch import decode_batch
+
+    found = [item for item in decode_batch(data, position, path) if isinstance(item, Batch)]
+    if not found or found[0].header.base_offset != base_offset:
+        raise OSError(f"{path}: the batch at byte {position} (offset {base_offset}) reads differently now; "
+                      "was the file changed during the replay?")
+    return found[0]
+
+
+def _is_relevant(record: Record) -> bool:
+    return not record.is_control and record.api_key in _RELEVANT and record.data is not None
+
+
+def _slim(record: Record) -> Record:
+    """What the rules read of an ACL or transaction record (not its raw bytes)."""
+    return Record(record.offset, record.timestamp, None, None, api_key=record.api_key, version=record.version,
+                  type_name=record.type_name, data=record.data)
+
+
+def _record_copy(record: Record) -> _RecordCopy:
+    return _RecordCopy(record.offset, _digest(record), _slim(record) if _is_relevant(record) else None)
+
+
+def _consecutive(batch: Batch) -> bool:
+    """A whole batch whose records are exactly the offsets base..last of its header, in order."""
+    h = batch.header
+    records = batch.records
+    if len(records) != h.last_offset_delta + 1:
+        return False
+    return all(r.offset == i for i, r in enumerate(records, h.base_offset))
+
+
+def _plain_selection(batch: Batch, problem_here: bool) -> bool:
+    """A batch decoded with `records_for` holds the offsets base..last of its header when nothing says otherwise:
+    no decoder problem about it (a record that does not frame, a count that does not match the records walked),
+    a record count that matches the header's offsets, and the records kept lie in order inside them. (Kafka's
+    writers give the records of a batch the deltas 0..count-1; a record whose delta differs in a batch that frames
+    cleanly and whose CRC matches was made so on purpose.)"""
+    h = batch.header
+    if problem_here or h.records_count != h.last_offset_delta + 1:
+        return False
+    previous = h.base_offset - 1
+    for r in batch.records:
+        if not previous < r.offset <= h.last_offset:
+            return False
+        previous = r.offset
+    return True
+
+
+class _TimeIndex:
+    """Collects (offset, time) entries, keeping the greatest time per offset, in compact columns."""
+
+    def __init__(self) -> None:
+        self.index = OffsetTimes()
+        self._sorted = True
+
+    def add(self, offset: int, time: int) -> None:
+        offsets, times = self.index.offsets, self.index.times
+        if offsets and offset <= offsets[-1]:
+            if offset == offsets[-1]:
+                times[-1] = max(times[-1], time)
+                return
+            self._sorted = False
+        offsets.append(offset)
+        times.append(time)
+
+    def result(self) -> OffsetTimes:
+        if self._sorted:
+            return self.index
+        best: dict[int, int] = {}
+        for offset, time in self.index:
+            best[offset] = max(time, best.get(offset, time))
+        return OffsetTimes(sorted(best.items()))
+
+
+@dataclass(slots=True)
+class _ChosenLog:
+    """The log after choosing between copies: pieces of consecutive offsets taken from one row each (in offset
+    order, compact), and the chosen ACL and transaction records by offset."""
+
+    start: array[int] = field(default_factory=lambda: array("q"))
+    end: array[int] = field(default_factory=lambda: array("q"))
+    row: array[int] = field(default_factory=lambda: array("l"))
+    relevant: dict[int, LogEntry] = field(default_factory=dict)
+
+    def add(self, start: int, end: int, row: int) -> None:
+        if self.row and self.row[-1] == row and self.end[-1] == start - 1:
+            self.end[-1] = end
+            return
+        self.start.append(start)
+        self.end.append(end)
+        self.row.append(row)
+
+
 class Replayer:
     """Collect log batches and snapshots of one cluster, then `run()` once.
 
     `high_watermark`: the committed point if the user knows it (records with offset >= it are uncommitted and not
     applied). Without it everything on disk counts as committed (DESIGN.md §3.7).
+
+    Memory: per log batch a row of a few numbers (`_LogCopies`), plus the ACL and transaction records and the
+    snapshots' ACLs; records of other types are not kept (batches given in memory or as dump-log text keep a digest
+    per record, to compare copies).
     """
 
     def __init__(self, high_watermark: int | None = None) -> None:
         self.high_watermark = high_watermark
-        self._log: dict[int, dict[tuple[int, bytes], LogEntry]] = {}  # offset -> (epoch, content) -> best copy
+        self._copies = _LogCopies()
         self._snapshots: dict[int, list[SnapshotImage]] = {}  # end offset -> loadable copies
         self._anomalies: list[Problem] = []
 
     # ---- input -------------------------------------------------------------------------------------------
-    def add_log(self, items: Iterable[Batch | Problem], text: bool = False) -> None:
+    def add_log(self, items: Iterable[Batch | Problem], text: bool = False, *, from_file: bool = False,
+                records_for: frozenset[int] | None = None) -> None:
         """Log batches in any order, from any number of dumps; problems are passed through to the anomalies.
 
-        `text`: the batches were parsed from kafka-dump-log output (see `LogEntry.text`).
+        `text`: the batches were parsed from kafka-dump-log output (see `LogEntry.text`). `from_file`: each batch's
+        `source` is the binary file it was decoded from (`header.position` is where it starts), so its records can
+        be read again when another copy overlaps it instead of being kept. `records_for`: the batches were decoded
+        with `batch.read_file(..., records_for=...)` (it must hold the ACL and transaction types; needs
+        `from_file`): they hold only the records of these types, and the offsets of the others are known from the
+        header (`_plain_selection`; a batch it cannot vouch for is read again whole).
         """
+        if records_for is not None and not (from_file and records_for >= _RELEVANT):
+            raise ValueError("records_for needs from_file and must hold the ACL and transaction record types")
+        problem_at: tuple[str | None, int | None] | None = None
         for item in items:
             if isinstance(item, Problem):
                 self._anomalies.append(item)
+                problem_at = (item.file, item.position)
                 continue
             header = item.header
+            here = problem_at == (item.source, header.position)
+            problem_at = None
             if not header.crc_ok:
                 self._anomalies.append(
                     Problem(
@@ -309,24 +563,36 @@ class Replayer:
                     )
                 )
                 continue
-            for record in item.records:
-                if self.high_watermark is not None and record.offset >= self.high_watermark:
+            batch = item
+            if records_for is not None:
+                if _plain_selection(batch, here):
+                    self._add_plain(batch, text)
                     continue
-                self._add_log_record(item, record, text)
+                raw = self._copies.read_at(batch.source, header.position, header.size)
+                batch = decode_whole(raw, batch.source, header.position, header.base_offset)
+            if from_file and _consecutive(batch):
+                self._add_plain(batch, text)
+            else:
+                self._add_detailed(batch, text)
 
-    def _add_log_record(self, batch: Batch, record: Record, text: bool) -> None:
-        keep = (
-            record
-            if not record.is_control and record.api_key in _RELEVANT and record.data is not None
-            else None
-        )
-        entry = LogEntry(record.offset, batch.header.partition_leader_epoch, batch.append_time, _digest(record), keep,
-                         batch.source, batch.header.position, batch.header.last_offset, text)
-        copies = self._log.setdefault(record.offset, {})
-        key = (entry.epoch, entry.digest)
-        old = copies.get(key)
-        if old is None or _preference(entry) < _preference(old):
-            copies[key] = entry
+    def _add_plain(self, batch: Batch, text: bool) -> None:
+        h = batch.header
+        last = h.last_offset if self.high_watermark is None else min(h.last_offset, self.high_watermark - 1)
+        if last < h.base_offset:
+            return
+        row = self._copies.add(batch, h.base_offset, last, text)
+        relevant = [_slim(r) for r in batch.records if r.offset <= last and _is_relevant(r)]
+        if relevant:
+            self._copies.relevant[row] = relevant
+
+    def _add_detailed(self, batch: Batch, text: bool) -> None:
+        hw = self.high_watermark
+        copies = [_record_copy(r) for r in batch.records if hw is None or r.offset < hw]
+        if not copies:
+            return
+        offsets = [c.offset for c in copies]
+        row = self._copies.add(batch, min(offsets), max(offsets), text)
+        self._copies.details[row] = copies
 
     def add_snapshot(
         self, end_offset: int, epoch: int, items: Iterable[Batch | Problem], source: str = ""
@@ -390,12 +656,16 @@ class Replayer:
 
     # ---- replay ------------------------------------------------------------------------------------------
     def run(self) -> ReplayResult:
-        log = self._drop_truncated_suffixes(self._choose_log_copies())
-        offsets = sorted(log)
-        runs = LogRuns(_ranges(offsets))
+        try:
+            chosen = self._choose_log_copies()
+        finally:
+            self._copies.close()
+        self._drop_truncated_suffixes(chosen)
+        runs = LogRuns(_piece_runs(chosen))
         snapshots = [self._choose_snapshot(e) for e in sorted(self._snapshots)]
-        last = max(([offsets[-1]] if offsets else []) + [s.at for s in snapshots], default=None)
-        relevant = [log[o] for o in offsets if log[o].record is not None]
+        log_last = runs.runs[-1][1] if runs.runs else None
+        last = max(([log_last] if log_last is not None else []) + [s.at for s in snapshots], default=None)
+        relevant = [chosen.relevant[o] for o in sorted(chosen.relevant)]
         visible, spanning_ends = resolve_transactions(relevant, runs, last, self._anomalies)
         state = ReplayState(self._anomalies, runs, spanning_ends)
         stream: list[tuple[int, int, int, Visible | SnapshotImage]] = [
@@ -412,28 +682,79 @@ class Replayer:
             state.finish(last)
         coverage = coverage_ranges(runs.runs, [(s.at, s.source) for s in snapshots])
         state.anomalies.extend(gap_problems(coverage, [s.at for s in snapshots]))
-        times: dict[int, int] = {}
-        for entry in log.values():
-            if entry.batch_last_offset in log:
-                times[entry.batch_last_offset] = max(entry.time, times.get(entry.batch_last_offset, entry.time))
-        for s in snapshots:
-            if s.time is not None:
-                times[s.at] = max(s.time, times.get(s.at, s.time))
+        times = self._time_index(chosen, runs, snapshots)
         events = sorted(state.events, key=event_order)
         events = [_with_seq(e, i) for i, e in enumerate(events, 1)]
-        return ReplayResult(state.lifetimes(), events, coverage, state.anomalies, sorted(times.items()), last,
-                            state.incomplete)
+        return ReplayResult(state.lifetimes(), events, coverage, state.anomalies, times, last, state.incomplete)
 
-    def _choose_log_copies(self) -> dict[int, LogEntry]:
+    def _choose_log_copies(self) -> _ChosenLog:
         """Per offset the copy with the highest epoch (a binary copy before a text one, then the first source).
 
         Other copies with a lower epoch are a truncated suffix; a copy with the same epoch but other bytes is
         reported unless exactly one of the two came from dump-log text (which does not carry every byte).
+        Rows that overlap no other row are taken whole; where rows overlap, their records are compared one by one
+        (`_choose_per_record`).
         """
-        chosen: dict[int, LogEntry] = {}
-        for offset, copies in self._log.items():
-            ranked = sorted(copies.values(), key=_preference)
-            winner = chosen[offset] = ranked[0]
+        c = self._copies
+        first, last = c.first, c.last
+        n = len(c)
+        order: Iterable[int] = range(n)
+        if any(first[i] > first[i + 1] for i in range(n - 1)):
+            order = array("l", sorted(range(n), key=first.__getitem__))
+        chosen = _ChosenLog()
+        divergences: list[tuple[tuple[int, int], Problem]] = []
+        group: list[int] = []
+        group_end = -1
+        for row in order:
+            if group and first[row] > group_end:
+                self._choose_in_group(group, chosen, divergences)
+                group = []
+            group.append(row)
+            group_end = max(group_end, last[row])
+        if group:
+            self._choose_in_group(group, chosen, divergences)
+        divergences.sort(key=lambda d: d[0])  # in the order the offsets were first added, as one record at a time
+        self._anomalies.extend(p for _, p in divergences)
+        return chosen
+
+    def _choose_in_group(self, group: list[int], chosen: _ChosenLog,
+                         divergences: list[tuple[tuple[int, int], Problem]]) -> None:
+        """Rows whose offsets overlap (transitively), or one row alone."""
+        c = self._copies
+        plain = not any(row in c.details for row in group)
+        if plain and len(group) > 1:
+            raw = [c.read_raw(row) for row in group]
+            if all(r == raw[0] for r in raw[1:]):  # byte-identical copies hold the same records: take one whole
+                group = [min(group, key=lambda row: (c.sources[c.source[row]], c.position[row]))]
+        if plain and len(group) == 1:
+            row = group[0]
+            chosen.add(c.first[row], c.last[row], row)
+            for record in c.relevant.get(row, ()):
+                chosen.relevant[record.offset] = c.entry(row, record.offset, record)
+            return
+        self._choose_per_record(sorted(group), chosen, divergences)
+
+    def _choose_per_record(self, rows: list[int], chosen: _ChosenLog,
+                           divergences: list[tuple[tuple[int, int], Problem]]) -> None:
+        """Copies at one offset with the same epoch and bytes are one record (the preferred copy is kept); then
+        the copies are ranked (see `_choose_log_copies`). `rows` in the order they were added."""
+        c = self._copies
+        log: dict[int, dict[tuple[int, bytes], LogEntry]] = {}
+        first_seen: dict[int, tuple[int, int]] = {}
+        for row in rows:
+            for rank, copy in enumerate(c.records_of(row, self.high_watermark)):
+                entry = c.entry(row, copy.offset, copy.record, copy.digest)
+                copies = log.get(copy.offset)
+                if copies is None:
+                    copies = log[copy.offset] = {}
+                    first_seen[copy.offset] = (row, rank)
+                key = (entry.epoch, entry.digest)
+                old = copies.get(key)
+                if old is None or _preference(entry) < _preference(old):
+                    copies[key] = entry
+        for offset in sorted(log):
+            ranked = sorted(log[offset].values(), key=_preference)
+            winner = ranked[0]
             for loser in ranked[1:]:
                 if loser.epoch != winner.epoch:
                     why = (f"epoch {winner.epoch} from {winner.source} wins over epoch {loser.epoch} from "
@@ -443,13 +764,64 @@ class Replayer:
                            "not): the same epoch means the same record, so one copy is damaged")
                 else:
                     continue  # dump-log text and a binary copy of the same record
-                self._anomalies.append(
-                    Problem(ProblemKind.DIVERGENCE, f"two different records at offset {offset}: {why}",
-                            loser.source, loser.position, offset)
-                )
-        return chosen
+                divergences.append((first_seen[offset], Problem(
+                    ProblemKind.DIVERGENCE, f"two different records at offset {offset}: {why}", loser.source,
+                    loser.position, offset)))
+            chosen.add(offset, offset, winner.row)
+            if winner.record is not None:
+                chosen.relevant[offset] = winner
+
+    def _drop_truncated_suffixes(self, chosen: _ChosenLog) -> None:
+        """Epochs never decrease along a Raft log: records below the epoch of an earlier record are dropped."""
+        c = self._copies
+        start, end, rows = array("q"), array("q"), array("l")
+        max_epoch = -1
+        for a, b, row in zip(chosen.start, chosen.end, chosen.row, strict=True):
+            epoch = c.epoch[row]
+            if epoch < max_epoch:
+                source, position = c.sources[c.source[row]], c.position[row]
+                for offset in range(a, b + 1):
+                    self._anomalies.append(
+                        Problem(
+                            ProblemKind.DIVERGENCE,
+                            f"record at offset {offset} has epoch {epoch} below epoch {max_epoch} of an earlier "
+                            "record: part of a truncated uncommitted suffix, not applied",
+                            source,
+                            position,
+                            offset,
+                        )
+                    )
+                    chosen.relevant.pop(offset, None)
+                continue
+            max_epoch = epoch
+            start.append(a)
+            end.append(b)
+            rows.append(row)
+        chosen.start, chosen.end, chosen.row = start, end, rows
+
+    def _time_index(self, chosen: _ChosenLog, runs: LogRuns, snapshots: list[SnapshotImage]) -> OffsetTimes:
+        """DESIGN.md §3.8: each chosen batch's append time at its last offset (when that offset is in the log),
+        and each snapshot's time at its last contained offset; the greatest time where several meet."""
+        c = self._copies
+        index = _TimeIndex()
+        for a, b, row in zip(chosen.start, chosen.end, chosen.row, strict=True):
+            at = c.batch_last[row]
+            if a <= at <= b or runs.covers(at):
+                index.add(at, c.time[row])
+        times = index.result()
+        for s in snapshots:
+            if s.time is None:
+                continue
+            i = bisect.bisect_left(times.offsets, s.at)
+            if i < len(times) and times.offsets[i] == s.at:
+                times.times[i] = max(times.times[i], s.time)
+            else:
+                times.offsets.insert(i, s.at)
+                times.times.insert(i, s.time)
+        return times
 
     def _choose_snapshot(self, end_offset: int) -> SnapshotImage:
+
         ranked = sorted(self._snapshots[end_offset], key=lambda s: (-s.epoch, s.source))
         for other in ranked[1:]:
             if other.acls != ranked[0].acls:
@@ -459,27 +831,6 @@ class Replayer:
                             f"{ranked[0].source} wins", other.source, None, end_offset - 1)
                 )
         return ranked[0]
-
-    def _drop_truncated_suffixes(self, chosen: dict[int, LogEntry]) -> dict[int, LogEntry]:
-        log: dict[int, LogEntry] = {}
-        max_epoch = -1
-        for offset in sorted(chosen):
-            entry = chosen[offset]
-            if entry.epoch < max_epoch:
-                self._anomalies.append(
-                    Problem(
-                        ProblemKind.DIVERGENCE,
-                        f"record at offset {offset} has epoch {entry.epoch} below epoch {max_epoch} of an earlier "
-                        "record: part of a truncated uncommitted suffix, not applied",
-                        entry.source,
-                        entry.position,
-                        offset,
-                    )
-                )
-                continue
-            max_epoch = entry.epoch
-            log[offset] = entry
-        return log
 
 
 def _preference(entry: LogEntry) -> tuple[int, bool, str, int]:
@@ -491,14 +842,14 @@ def _with_seq(e: AclEvent, seq: int) -> AclEvent:
                     seq)
 
 
-def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
-    """Sorted distinct offsets as maximal runs of consecutive offsets (inclusive bounds)."""
+def _piece_runs(chosen: _ChosenLog) -> list[tuple[int, int]]:
+    """The chosen log's offsets as maximal runs of consecutive offsets (inclusive bounds)."""
     out: list[tuple[int, int]] = []
-    for o in offsets:
-        if out and o == out[-1][1] + 1:
-            out[-1] = (out[-1][0], o)
+    for a, b in zip(chosen.start, chosen.end, strict=True):
+        if out and a == out[-1][1] + 1:
+            out[-1] = (out[-1][0], b)
         else:
-            out.append((o, o))
+            out.append((a, b))
     return out
 
 
