@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -128,22 +129,61 @@ _DECODER_KINDS = {
 
 
 def _replay_text(replayer: Replayer, items: Iterable[dumplog.Section | Batch | Problem], path: str) -> None:
-    """A dump-log text may hold several files' sections; route each to the log or to a snapshot."""
-    section: list[Batch | Problem] = []
-    current: dumplog.Section | None = None
+    """A dump-log text may hold several files' sections; route each to the log or to a snapshot, streaming.
+
+    A section's kind is known from its header line, which precedes its first batch: the items before its first
+    batch (problems only) wait, the rest flow to the replayer one at a time."""
+    sections = _TextSections(iter(items))
+    while sections.next_section():
+        section = sections.current
+        head = list(_through_first_batch(sections))
+        if head:
+            _route_text_section(replayer, section, itertools.chain(head, sections), path)
+        for _ in sections:  # what the route did not read (a bootstrap section's items)
+            pass
+
+
+class _TextSections:
+    """The items of one section at a time: `next_section` moves to the next `Section` marker (`current`), then
+    iterating yields that section's batches and problems and stops at the next marker."""
+
+    def __init__(self, items: Iterator[dumplog.Section | Batch | Problem]) -> None:
+        self._items = items
+        self._pending: dumplog.Section | Batch | Problem | None = next(items, None)  # read, not yet handed out
+        self.current: dumplog.Section | None = None
+        self._open = False
+
+    def next_section(self) -> bool:
+        if self._pending is None:
+            return False
+        self.current = None  # items before any `Dumping` line form a section of their own
+        if isinstance(self._pending, dumplog.Section):
+            self.current, self._pending = self._pending, None
+        self._open = True
+        return True
+
+    def __iter__(self) -> Iterator[Batch | Problem]:
+        return self
+
+    def __next__(self) -> Batch | Problem:
+        if not self._open:
+            raise StopIteration
+        item, self._pending = (self._pending, None) if self._pending is not None else (next(self._items, None), None)
+        if item is None or isinstance(item, dumplog.Section):
+            self._pending, self._open = item, False
+            raise StopIteration
+        return item
+
+
+def _through_first_batch(items: Iterator[Batch | Problem]) -> Iterator[Batch | Problem]:
     for item in items:
-        if isinstance(item, dumplog.Section):
-            _flush_text_section(replayer, current, section, path)
-            current, section = item, []
-        else:
-            section.append(item)
-    _flush_text_section(replayer, current, section, path)
+        yield item
+        if isinstance(item, Batch):
+            return
 
 
-def _flush_text_section(replayer: Replayer, section: dumplog.Section | None, items: list[Batch | Problem],
+def _route_text_section(replayer: Replayer, section: dumplog.Section | None, items: Iterable[Batch | Problem],
                         path: str) -> None:
-    if not items:
-        return
     facts = section.facts() if section is not None else None
     if facts is not None and facts.snapshot_end_offset is not None:
         replayer.add_snapshot(facts.snapshot_end_offset, facts.snapshot_epoch or 0, items, f"{path}:{facts.name}")
