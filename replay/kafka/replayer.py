@@ -46,7 +46,7 @@ from enum import Enum
 from typing import BinaryIO, NamedTuple, overload
 
 from .acl import AclBinding
-from .model import Batch, Problem, ProblemKind, Record
+from .model import Batch, BatchHeader, Problem, ProblemKind, Record
 from .schemas import METADATA_SCHEMAS
 
 ACL_ENTRY = 18
@@ -191,18 +191,78 @@ class SnapshotImage:
         return self.end_offset - 1
 
 
-class OffsetTimes(Sequence[tuple[int, int]]):
-    """The time index, (offset, time) by offset, one per batch (and snapshot), in two compact columns."""
+class TimeSpan(NamedTuple):
+    """A stretch of the time index kept in its file: the batches at `position` (`size` bytes) of `path`, each an
+    entry (its last offset, its append time); `first` and `last` are the offsets of its first and last entry."""
 
-    def __init__(self, pairs: Iterable[tuple[int, int]] = ()) -> None:
+    first: int
+    last: int
+    last_time: int
+    min_time: int
+    path: str
+    position: int
+    size: int
+
+    def entries(self) -> tuple[array[int], array[int]]:
+        with open(self.path, "rb") as f:
+            f.seek(self.position)
+            data = f.read(self.size)
+        offsets, times = array("q"), array("q")
+        for h in span_headers(data, self.path, self.position):
+            offsets.append(h.last_offset)
+            times.append(h.max_timestamp)
+        if not offsets or offsets[0] != self.first or offsets[-1] != self.last:
+            raise OSError(f"{self.path}: the batches at byte {self.position} read differently now; "
+                          "was the file changed during the replay?")
+        return offsets, times
+
+
+class OffsetTimes(Sequence[tuple[int, int]]):
+    """The time index, (offset, time) by offset, one per batch (and snapshot).
+
+    Entries are kept in two compact columns, except those of spans of batches (`TimeSpan`, disjoint, in offset
+    order), which stay in their files and are read again when a question lands in them: the index costs memory per
+    span, not per batch. Where an entry and a span's entry share an offset, the greater time counts."""
+
+    def __init__(self, pairs: Iterable[tuple[int, int]] = (), spans: Iterable[TimeSpan] = ()) -> None:
         self.offsets = array("q")
         self.times = array("q")
         for offset, time in pairs:
             self.offsets.append(offset)
             self.times.append(time)
+        self.spans = list(spans)
+        self._span_firsts = array("q", (span.first for span in self.spans))
+        self._loaded: tuple[int, array[int], array[int]] | None = None  # the last span read again
+        self._suffix_min: array[int] | None = None
+
+    def _span_entries(self, i: int) -> tuple[array[int], array[int]]:
+        if self._loaded is None or self._loaded[0] != i:
+            self._loaded = (i, *self.spans[i].entries())
+        return self._loaded[1], self._loaded[2]
+
+    def _merged(self) -> Iterator[tuple[int, int]]:
+        """Every entry in offset order, one per offset."""
+        k, n = 0, len(self.offsets)
+        for i, span in enumerate(self.spans):
+            while k < n and self.offsets[k] < span.first:
+                yield self.offsets[k], self.times[k]
+                k += 1
+            for offset, time in zip(*self._span_entries(i), strict=True):
+                while k < n and self.offsets[k] < offset:
+                    yield self.offsets[k], self.times[k]
+                    k += 1
+                if k < n and self.offsets[k] == offset:
+                    time = max(time, self.times[k])
+                    k += 1
+                yield offset, time
+        while k < n:
+            yield self.offsets[k], self.times[k]
+            k += 1
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        if not self.spans:
+            return len(self.offsets)
+        return sum(1 for _ in self._merged())
 
     @overload
     def __getitem__(self, i: int) -> tuple[int, int]: ...
@@ -211,18 +271,18 @@ class OffsetTimes(Sequence[tuple[int, int]]):
     def __getitem__(self, i: slice) -> list[tuple[int, int]]: ...
 
     def __getitem__(self, i: int | slice) -> tuple[int, int] | list[tuple[int, int]]:
+        if self.spans:
+            return list(self._merged())[i]
         if isinstance(i, slice):
             return list(zip(self.offsets[i], self.times[i], strict=True))
         return self.offsets[i], self.times[i]
 
     def __iter__(self) -> Iterator[tuple[int, int]]:
-        return zip(self.offsets, self.times, strict=True)
+        return self._merged()
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, OffsetTimes):
-            return self.offsets == other.offsets and self.times == other.times
-        if isinstance(other, list | tuple):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        if isinstance(other, OffsetTimes | list | tuple):
+            return list(self) == list(other)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
@@ -230,10 +290,69 @@ class OffsetTimes(Sequence[tuple[int, int]]):
     def __repr__(self) -> str:
         return f"OffsetTimes({list(self)!r})"
 
+    def _time_at(self, offset: int) -> int | None:
+        """The time of the entry exactly at `offset`, if there is one."""
+        found = None
+        k = bisect.bisect_left(self.offsets, offset)
+        if k < len(self.offsets) and self.offsets[k] == offset:
+            found = self.times[k]
+        i = bisect.bisect_right(self._span_firsts, offset) - 1
+        if i >= 0 and offset <= self.spans[i].last:
+            offsets, times = self._span_entries(i)
+            j = bisect.bisect_left(offsets, offset)
+            if j < len(offsets) and offsets[j] == offset:
+                found = times[j] if found is None else max(found, times[j])
+        return found
+
     def time_of(self, offset: int) -> int | None:
         """The time of the last index entry at or before `offset`."""
-        i = bisect.bisect_right(self.offsets, offset)
-        return self.times[i - 1] if i else None
+        k = bisect.bisect_right(self.offsets, offset)
+        at = self.offsets[k - 1] if k else None
+        i = bisect.bisect_right(self._span_firsts, offset) - 1
+        if i >= 0:
+            span = self.spans[i]
+            if offset >= span.last:
+                in_span = span.last
+            else:
+                offsets, _ = self._span_entries(i)
+                in_span = offsets[bisect.bisect_right(offsets, offset) - 1]
+            at = in_span if at is None else max(at, in_span)
+        return None if at is None else self._time_at(at)
+
+    def offset_at_time(self, time_ms: int) -> int | None:
+        """The greatest offset whose time is <= time_ms (None if no entry is that old).
+
+        Append times need not grow with offsets (clock skew between leaders): the columns are searched by bisecting
+        the running minimum of their times from the end; spans by their least time, from the last one back."""
+        if self._suffix_min is None:
+            mins = array("q", self.times)
+            for k in range(len(mins) - 2, -1, -1):
+                if mins[k + 1] < mins[k]:
+                    mins[k] = mins[k + 1]
+            self._suffix_min = mins
+        k = bisect.bisect_right(self._suffix_min, time_ms)
+        best = self.offsets[k - 1] if k else None
+        for i in range(len(self.spans) - 1, -1, -1):
+            span = self.spans[i]
+            if best is not None and span.last <= best:
+                break
+            if span.min_time > time_ms:
+                continue
+            offsets, times = self._span_entries(i)
+            j = max(j for j in range(len(times)) if times[j] <= time_ms)
+            best = offsets[j] if best is None else max(best, offsets[j])
+            break
+        if best is None:
+            return None
+        time = self._time_at(best)
+        if time is not None and time <= time_ms:
+            return best
+        # a column entry and a span entry share `best` and the greater time is too late: walk everything
+        found = None
+        for offset, time in self._merged():
+            if time <= time_ms:
+                found = offset
+        return found
 
 
 @dataclass(slots=True)
@@ -245,7 +364,6 @@ class ReplayResult:
     times: OffsetTimes = field(default_factory=OffsetTimes)  # (offset, time), by offset, one per batch
     last_offset: int | None = None
     incomplete: list[tuple[int, int]] = field(default_factory=list)  # inclusive offset ranges, see AclState
-    _suffix_min: array[int] = field(default_factory=lambda: array("q"), repr=False)
 
     def is_complete_at(self, offset: int) -> bool:
         return not any(lo <= offset <= hi for lo, hi in self.incomplete)
@@ -253,17 +371,9 @@ class ReplayResult:
     def offset_at_time(self, time_ms: int) -> int | None:
         """DESIGN.md §3.8: the last offset whose time is <= time_ms (None if no known record is that old).
 
-        Append times need not grow with offsets (clock skew between leaders), so this is the greatest offset with
-        an early enough time, found by bisecting the running minimum of the times from the end.
+        Append times need not grow with offsets (clock skew between leaders): see `OffsetTimes.offset_at_time`.
         """
-        if len(self._suffix_min) != len(self.times):
-            mins = array("q", self.times.times)
-            for i in range(len(mins) - 2, -1, -1):
-                if mins[i + 1] < mins[i]:
-                    mins[i] = mins[i + 1]
-            self._suffix_min = mins
-        i = bisect.bisect_right(self._suffix_min, time_ms)
-        return self.times.offsets[i - 1] if i else None
+        return self.times.offset_at_time(time_ms)
 
     def time_of(self, offset: int) -> int | None:
         """The time of `offset` as the index knows it: that of the last entry at or before it."""
@@ -341,57 +451,124 @@ class _RecordCopy(NamedTuple):
     record: Record | None  # only ACL and transaction records
 
 
-class _LogCopies:
-    """Every copy of a log batch that was added, one row each in compact columns, in the order added.
+class _Kept(NamedTuple):
+    """An ACL or transaction record of a plain row, with what the rules read of its batch."""
 
-    A row stands for the records of one batch below the high watermark. A *plain* row came from a binary file and
-    its records are exactly the offsets `first..last`: it keeps only its ACL and transaction records (`relevant`),
-    and where its records are needed one by one (another copy overlaps it) they are read again from the file.
-    A *detailed* row keeps every record's offset and digest (`details`): batches given in memory or parsed from
-    dump-log text (nothing to read again), and batches whose record offsets are not simply consecutive.
+    record: Record
+    time: int
+    position: int
+    batch_last: int
+
+
+# A span of batches read again from its file is at most this long (bytes): the cost of an overlap or a time lookup.
+SPAN_BYTES = 1 << 20
+_RANK_SHIFT = 16  # a span holds fewer than 2**16 batches (every batch is over 61 bytes)
+
+
+class _LogCopies:
+    """Every copy of a log batch that was added, in compact columns, in the order added.
+
+    A row stands for the records below the high watermark of one batch, or of a *span*: batches that follow each
+    other in one binary file with consecutive offsets and one leader epoch (at most `SPAN_BYTES`), so that a log
+    that overlaps nothing costs a row per megabyte, not per batch. A *plain* row came from a binary file and its
+    records are exactly the offsets `first..last`: it keeps only its ACL and transaction records (`relevant`), and
+    where its records are needed one by one (another copy overlaps it) they are read again from the file (a span is
+    first split into its batches, `explode`). A *detailed* row (one batch) keeps every record's offset and digest
+    (`details`): batches given in memory or parsed from dump-log text (nothing to read again), and batches whose
+    record offsets are not simply consecutive.
     """
 
     def __init__(self) -> None:
         self.first = array("q")  # the row's smallest record offset
         self.last = array("q")  # and its greatest
-        self.batch_last = array("q")  # the header's last offset (time index entries sit there)
+        self.first_batch_last = array("q")  # the header's last offset of its first batch
+        self.batch_last = array("q")  # the header's last offset of its last batch (time index entries sit there)
         self.epoch = array("q")
-        self.time = array("q")
+        self.time = array("q")  # the append time of its last batch
+        self.min_time = array("q")  # the least append time of its batches
         self.position = array("q")
         self.size = array("q")
+        self.batches = array("l")
+        self.rank = array("q")  # the order added (a span's batches keep it, in their order)
         self.source = array("l")  # index into `sources`
         self.text = bytearray()
         self.sources: list[str] = []
         self._source_ids: dict[str, int] = {}
-        self.relevant: dict[int, list[Record]] = {}
+        self.relevant: dict[int, list[_Kept]] = {}
         self.details: dict[int, list[_RecordCopy]] = {}
         self._files: dict[str, BinaryIO] = {}
 
     def __len__(self) -> int:
         return len(self.first)
 
+    def _source_id(self, path: str) -> int:
+        source = self._source_ids.get(path)
+        if source is None:
+            source = self._source_ids[path] = len(self.sources)
+            self.sources.append(path)
+        return source
+
     def add(self, batch: Batch, first: int, last: int, text: bool) -> int:
         h = batch.header
-        source = self._source_ids.get(batch.source)
-        if source is None:
-            source = self._source_ids[batch.source] = len(self.sources)
-            self.sources.append(batch.source)
+        return self._append(first, last, h.last_offset, h.partition_leader_epoch, batch.append_time, h.position,
+                            h.size, self._source_id(batch.source), text, len(self.first) << _RANK_SHIFT)
+
+    def _append(self, first: int, last: int, batch_last: int, epoch: int, time: int, position: int, size: int,
+                source: int, text: bool, rank: int) -> int:
         self.first.append(first)
         self.last.append(last)
-        self.batch_last.append(h.last_offset)
-        self.epoch.append(h.partition_leader_epoch)
-        self.time.append(batch.append_time)
-        self.position.append(h.position)
-        self.size.append(h.size)
+        self.first_batch_last.append(batch_last)
+        self.batch_last.append(batch_last)
+        self.epoch.append(epoch)
+        self.time.append(time)
+        self.min_time.append(time)
+        self.position.append(position)
+        self.size.append(size)
+        self.batches.append(1)
+        self.rank.append(rank)
         self.source.append(source)
         self.text.append(text)
         return len(self.first) - 1
+
+    def extend_span(self, batch: Batch) -> int | None:
+        """Add a whole binary batch to the last row when it continues that row's span; its row, else None."""
+        n = len(self.first) - 1
+        h = batch.header
+        if (n < 0 or self.text[n] or n in self.details or self.position[n] + self.size[n] != h.position
+                or self.last[n] + 1 != h.base_offset or self.batch_last[n] != self.last[n]
+                or self.epoch[n] != h.partition_leader_epoch or self.size[n] + h.size > SPAN_BYTES
+                or self.sources[self.source[n]] != batch.source):
+            return None
+        self.last[n] = self.batch_last[n] = h.last_offset
+        self.size[n] += h.size
+        self.time[n] = batch.append_time
+        self.min_time[n] = min(self.min_time[n], batch.append_time)
+        self.batches[n] += 1
+        return n
+
+    def explode(self, row: int) -> list[int]:
+        """A span's batches as rows of their own (appended; the span's row is left unused), with its records."""
+        path, position = self.sources[self.source[row]], self.position[row]
+        rows = []
+        for i, h in enumerate(span_headers(self.read_raw(row), path, position)):
+            rows.append(self._append(h.base_offset, h.last_offset, h.last_offset, h.partition_leader_epoch,
+                                     h.max_timestamp, h.position, h.size, self.source[row], False,
+                                     self.rank[row] + i))
+        kept = self.relevant.pop(row, [])
+        firsts = [self.first[r] for r in rows]
+        for k in kept:
+            self.relevant.setdefault(rows[bisect.bisect_right(firsts, k.record.offset) - 1], []).append(k)
+        return rows
 
     def entry(self, row: int, offset: int, record: Record | None, digest: bytes = b"") -> LogEntry:
         return LogEntry(offset, self.epoch[row], self.time[row], digest, record, self.sources[self.source[row]],
                         self.position[row], self.batch_last[row], bool(self.text[row]), row)
 
-    # ---- reading a plain row's batch again
+    def kept_entry(self, row: int, kept: _Kept) -> LogEntry:
+        return LogEntry(kept.record.offset, self.epoch[row], kept.time, b"", kept.record,
+                        self.sources[self.source[row]], kept.position, kept.batch_last, bool(self.text[row]), row)
+
+    # ---- reading a plain row's bytes again
     def read_raw(self, row: int) -> bytes:
         return self.read_at(self.sources[self.source[row]], self.position[row], self.size[row])
 
@@ -414,6 +591,23 @@ class _LogCopies:
         for stream in self._files.values():
             stream.close()
         self._files.clear()
+
+
+def span_headers(data: bytes, path: str, position: int) -> Iterator[BatchHeader]:
+    """The headers of the batches in a span's bytes (read again from `path` at `position`)."""
+    from .batch import RECORD_BATCH_OVERHEAD, parse_header
+
+    at = 0
+    while at < len(data):
+        if len(data) - at < RECORD_BATCH_OVERHEAD:
+            raise OSError(f"{path}: the batches at byte {position} read differently now; "
+                          "was the file changed during the replay?")
+        h = parse_header(data[at:at + RECORD_BATCH_OVERHEAD], position + at, crc_ok=True)
+        if h.size <= 0:
+            raise OSError(f"{path}: the batch at byte {position + at} reads differently now; "
+                          "was the file changed during the replay?")
+        yield h
+        at += h.size
 
 
 def decode_whole(data: bytes, path: str, position: int, base_offset: int) -> Batch:
@@ -468,14 +662,17 @@ def _plain_selection(batch: Batch, problem_here: bool) -> bool:
 
 
 class _TimeIndex:
-    """Collects (offset, time) entries, keeping the greatest time per offset, in compact columns."""
+    """Collects (offset, time) entries, keeping the greatest time per offset, in compact columns, and spans of
+    batches whose entries stay in their files (`TimeSpan`)."""
 
     def __init__(self) -> None:
-        self.index = OffsetTimes()
+        self.offsets = array("q")
+        self.times = array("q")
+        self.spans: list[TimeSpan] = []
         self._sorted = True
 
     def add(self, offset: int, time: int) -> None:
-        offsets, times = self.index.offsets, self.index.times
+        offsets, times = self.offsets, self.times
         if offsets and offset <= offsets[-1]:
             if offset == offsets[-1]:
                 times[-1] = max(times[-1], time)
@@ -484,13 +681,18 @@ class _TimeIndex:
         offsets.append(offset)
         times.append(time)
 
+    def add_span(self, span: TimeSpan) -> None:
+        """A span's entries: its offsets are no other row's (it overlaps none), and spans come in offset order."""
+        self.spans.append(span)
+
     def result(self) -> OffsetTimes:
-        if self._sorted:
-            return self.index
-        best: dict[int, int] = {}
-        for offset, time in self.index:
-            best[offset] = max(time, best.get(offset, time))
-        return OffsetTimes(sorted(best.items()))
+        pairs: Iterable[tuple[int, int]] = zip(self.offsets, self.times, strict=True)
+        if not self._sorted:
+            best: dict[int, int] = {}
+            for offset, time in pairs:
+                best[offset] = max(time, best.get(offset, time))
+            pairs = sorted(best.items())
+        return OffsetTimes(pairs, self.spans)
 
 
 @dataclass(slots=True)
@@ -580,10 +782,15 @@ class Replayer:
         last = h.last_offset if self.high_watermark is None else min(h.last_offset, self.high_watermark - 1)
         if last < h.base_offset:
             return
-        row = self._copies.add(batch, h.base_offset, last, text)
-        relevant = [_slim(r) for r in batch.records if r.offset <= last and _is_relevant(r)]
+        c = self._copies
+        row = c.extend_span(batch) if last == h.last_offset and not text else None
+        if row is None:
+            row = c.add(batch, h.base_offset, last, text)
+        time = batch.append_time
+        relevant = [_Kept(_slim(r), time, h.position, h.last_offset) for r in batch.records
+                    if r.offset <= last and _is_relevant(r)]
         if relevant:
-            self._copies.relevant[row] = relevant
+            c.relevant.setdefault(row, []).extend(relevant)
 
     def _add_detailed(self, batch: Batch, text: bool) -> None:
         hw = self.high_watermark
@@ -703,16 +910,13 @@ class Replayer:
             order = array("l", sorted(range(n), key=first.__getitem__))
         chosen = _ChosenLog()
         divergences: list[tuple[tuple[int, int], Problem]] = []
-        group: list[int] = []
-        group_end = -1
-        for row in order:
-            if group and first[row] > group_end:
+        for group in _overlapping(order, first, last):
+            if len(group) > 1 and any(c.batches[row] > 1 for row in group):
+                rows = [r for row in group for r in (c.explode(row) if c.batches[row] > 1 else [row])]
+                for part in _overlapping(sorted(rows, key=first.__getitem__), first, last):
+                    self._choose_in_group(part, chosen, divergences)
+            else:
                 self._choose_in_group(group, chosen, divergences)
-                group = []
-            group.append(row)
-            group_end = max(group_end, last[row])
-        if group:
-            self._choose_in_group(group, chosen, divergences)
         divergences.sort(key=lambda d: d[0])  # in the order the offsets were first added, as one record at a time
         self._anomalies.extend(p for _, p in divergences)
         return chosen
@@ -729,10 +933,10 @@ class Replayer:
         if plain and len(group) == 1:
             row = group[0]
             chosen.add(c.first[row], c.last[row], row)
-            for record in c.relevant.get(row, ()):
-                chosen.relevant[record.offset] = c.entry(row, record.offset, record)
+            for kept in c.relevant.get(row, ()):
+                chosen.relevant[kept.record.offset] = c.kept_entry(row, kept)
             return
-        self._choose_per_record(sorted(group), chosen, divergences)
+        self._choose_per_record(sorted(group, key=c.rank.__getitem__), chosen, divergences)
 
     def _choose_per_record(self, rows: list[int], chosen: _ChosenLog,
                            divergences: list[tuple[tuple[int, int], Problem]]) -> None:
@@ -747,7 +951,7 @@ class Replayer:
                 copies = log.get(copy.offset)
                 if copies is None:
                     copies = log[copy.offset] = {}
-                    first_seen[copy.offset] = (row, rank)
+                    first_seen[copy.offset] = (c.rank[row], rank)
                 key = (entry.epoch, entry.digest)
                 old = copies.get(key)
                 if old is None or _preference(entry) < _preference(old):
@@ -805,6 +1009,11 @@ class Replayer:
         c = self._copies
         index = _TimeIndex()
         for a, b, row in zip(chosen.start, chosen.end, chosen.row, strict=True):
+            if c.batches[row] > 1:  # a whole span (it overlaps no other row)
+                assert a == c.first[row] and b == c.last[row] == c.batch_last[row]
+                index.add_span(TimeSpan(c.first_batch_last[row], b, c.time[row], c.min_time[row],
+                                        c.sources[c.source[row]], c.position[row], c.size[row]))
+                continue
             at = c.batch_last[row]
             if a <= at <= b or runs.covers(at):
                 index.add(at, c.time[row])
@@ -813,7 +1022,7 @@ class Replayer:
             if s.time is None:
                 continue
             i = bisect.bisect_left(times.offsets, s.at)
-            if i < len(times) and times.offsets[i] == s.at:
+            if i < len(times.offsets) and times.offsets[i] == s.at:
                 times.times[i] = max(times.times[i], s.time)
             else:
                 times.offsets.insert(i, s.at)
@@ -831,6 +1040,20 @@ class Replayer:
                             f"{ranked[0].source} wins", other.source, None, end_offset - 1)
                 )
         return ranked[0]
+
+
+def _overlapping(order: Iterable[int], first: array[int], last: array[int]) -> Iterator[list[int]]:
+    """Rows (given by their first offset) in groups whose offsets overlap, transitively; a row alone is a group."""
+    group: list[int] = []
+    group_end = -1
+    for row in order:
+        if group and first[row] > group_end:
+            yield group
+            group = []
+        group.append(row)
+        group_end = max(group_end, last[row])
+    if group:
+        yield group
 
 
 def _preference(entry: LogEntry) -> tuple[int, bool, str, int]:
