@@ -542,6 +542,8 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
             return f"file byte {position + RECORD_BATCH_OVERHEAD + p}"
         return f"byte {p} of the decompressed records"
 
+    if records_for is not None and not control and count >= 0 and _none_wanted(buf, count, records_for):
+        return
     if count < 0:
         problems.append(Problem(ProblemKind.RECORD_COUNT_MISMATCH,
                                 f"invalid record count {count}; reading records to the end of the batch",
@@ -608,6 +610,59 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
         problems.append(Problem(ProblemKind.TRAILING_BYTES,
                                 f"{end - p} bytes left after the last of {i} records at {where(p)}",
                                 source, position, header.base_offset + max(i - 1, 0), bytes(buf[p:end][:MAX_RAW_BYTES])))
+
+
+def _none_wanted(buf: bytes, count: int, records_for: frozenset[int]) -> bool:
+    """Whether the `count` records of a data batch all frame cleanly, exactly filling `buf`, without headers, and
+    none is one `records_for` keeps (its value's frame is three one-byte varints naming another type): then
+    `_decode_records` would keep no record and find no problem, so the batch is done without building records.
+    Anything else (a problem, a wanted record, an unusual frame) answers False and the batch is read in full."""
+    end = len(buf)
+    p = 0
+    try:
+        for _ in range(count):
+            b = buf[p]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                length, p = _varint(buf, p, end)
+            body_end = p + length
+            if length < 0 or body_end > end:
+                return False
+            p += 1  # attributes
+            if buf[p] < 0x80:  # timestamp delta
+                p += 1
+            else:
+                _, p = _varint(buf, p, body_end, 10)
+            if buf[p] < 0x80:  # offset delta
+                p += 1
+            else:
+                _, p = _varint(buf, p, body_end)
+            b = buf[p]
+            if b < 0x80:
+                key_len, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                key_len, p = _varint(buf, p, body_end)
+            if key_len < -1:
+                return False
+            p += max(key_len, 0)
+            b = buf[p]
+            if b < 0x80:
+                value_len, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                value_len, p = _varint(buf, p, body_end)
+            v = p
+            p += value_len
+            if value_len < 3 or p >= body_end:
+                return False
+            if buf[v] >= 0x80 or buf[v + 1] >= 0x80 or buf[v + 2] >= 0x80 or buf[v + 1] in records_for:
+                return False
+            if buf[p] != 0 or p + 1 != body_end:  # no headers, nothing after them
+                return False
+            p = body_end
+    except (IndexError, _Overrun, _BadRecord):
+        return False
+    return p == end
 
 
 def _parse_record(buf: bytes, p: int, end: int, header: BatchHeader, log_append: bool) -> tuple[Record, int]:
