@@ -170,7 +170,7 @@ class LogEntry:
     epoch: int
     time: int
     digest: bytes
-    record: Record | None
+    record: AclRecord | None
     source: str
     position: int
     batch_last_offset: int
@@ -448,13 +448,13 @@ class _RecordCopy(NamedTuple):
 
     offset: int
     digest: bytes
-    record: Record | None  # only ACL and transaction records
+    record: AclRecord | None  # only ACL and transaction records
 
 
 class _Kept(NamedTuple):
     """An ACL or transaction record of a plain row, with what the rules read of its batch."""
 
-    record: Record
+    record: AclRecord
     time: int
     position: int
     batch_last: int
@@ -495,6 +495,7 @@ class _LogCopies:
         self.sources: list[str] = []
         self._source_ids: dict[str, int] = {}
         self.relevant: dict[int, list[_Kept]] = {}
+        self.bindings: dict[AclBinding, AclBinding] = {}  # one object per distinct binding (`_slim`, snapshots)
         self.details: dict[int, list[_RecordCopy]] = {}
         self._files: dict[str, BinaryIO] = {}
 
@@ -560,7 +561,7 @@ class _LogCopies:
             self.relevant.setdefault(rows[bisect.bisect_right(firsts, k.record.offset) - 1], []).append(k)
         return rows
 
-    def entry(self, row: int, offset: int, record: Record | None, digest: bytes = b"") -> LogEntry:
+    def entry(self, row: int, offset: int, record: AclRecord | None, digest: bytes = b"") -> LogEntry:
         return LogEntry(offset, self.epoch[row], self.time[row], digest, record, self.sources[self.source[row]],
                         self.position[row], self.batch_last[row], bool(self.text[row]), row)
 
@@ -585,7 +586,8 @@ class _LogCopies:
             return details
         path, position = self.sources[self.source[row]], self.position[row]
         again = decode_whole(self.read_at(path, position, self.size[row]), path, position, self.first[row])
-        return [_record_copy(r) for r in again.records if high_watermark is None or r.offset < high_watermark]
+        return [_record_copy(r, self.bindings) for r in again.records
+                if high_watermark is None or r.offset < high_watermark]
 
     def close(self) -> None:
         for stream in self._files.values():
@@ -625,14 +627,28 @@ def _is_relevant(record: Record) -> bool:
     return not record.is_control and record.api_key in _RELEVANT and record.data is not None
 
 
-def _slim(record: Record) -> Record:
-    """What the rules read of an ACL or transaction record (not its raw bytes)."""
-    return Record(record.offset, record.timestamp, None, None, api_key=record.api_key, version=record.version,
-                  type_name=record.type_name, data=record.data)
+class AclRecord(NamedTuple):
+    """What the rules read of an ACL or transaction record: its offset and type, and an ACL's id and binding."""
+
+    offset: int
+    api_key: int
+    acl_id: str | None = None
+    binding: AclBinding | None = None  # AccessControlEntryRecord only
 
 
-def _record_copy(record: Record) -> _RecordCopy:
-    return _RecordCopy(record.offset, _digest(record), _slim(record) if _is_relevant(record) else None)
+def _slim(record: Record, bindings: dict[AclBinding, AclBinding]) -> AclRecord:
+    """An ACL or transaction record as the rules read it (equal bindings shared through `bindings`)."""
+    assert record.api_key is not None and record.data is not None
+    if record.api_key == ACL_ENTRY:
+        binding = AclBinding.from_record_data(record.data)
+        return AclRecord(record.offset, ACL_ENTRY, _acl_id(record), bindings.setdefault(binding, binding))
+    if record.api_key == ACL_REMOVE:
+        return AclRecord(record.offset, ACL_REMOVE, _acl_id(record))
+    return AclRecord(record.offset, record.api_key)
+
+
+def _record_copy(record: Record, bindings: dict[AclBinding, AclBinding]) -> _RecordCopy:
+    return _RecordCopy(record.offset, _digest(record), _slim(record, bindings) if _is_relevant(record) else None)
 
 
 def _consecutive(batch: Batch) -> bool:
@@ -787,14 +803,14 @@ class Replayer:
         if row is None:
             row = c.add(batch, h.base_offset, last, text)
         time = batch.append_time
-        relevant = [_Kept(_slim(r), time, h.position, h.last_offset) for r in batch.records
+        relevant = [_Kept(_slim(r, c.bindings), time, h.position, h.last_offset) for r in batch.records
                     if r.offset <= last and _is_relevant(r)]
         if relevant:
             c.relevant.setdefault(row, []).extend(relevant)
 
     def _add_detailed(self, batch: Batch, text: bool) -> None:
         hw = self.high_watermark
-        copies = [_record_copy(r) for r in batch.records if hw is None or r.offset < hw]
+        copies = [_record_copy(r, self._copies.bindings) for r in batch.records if hw is None or r.offset < hw]
         if not copies:
             return
         offsets = [c.offset for c in copies]
@@ -811,6 +827,7 @@ class Replayer:
         cannot know its ACL set, and loading part of it would invent removals.
         """
         acls: dict[str, AclBinding] = {}
+        bindings = self._copies.bindings
         header_seen = footer_seen = False
         problems: list[str] = []
         time: int | None = None
@@ -833,7 +850,8 @@ class Replayer:
                 if record.type_name == "SNAPSHOT_FOOTER":
                     footer_seen = True
                 if not record.is_control and record.api_key == ACL_ENTRY and record.data is not None:
-                    acls[_acl_id(record)] = AclBinding.from_record_data(record.data)
+                    binding = AclBinding.from_record_data(record.data)
+                    acls[_acl_id(record)] = bindings.setdefault(binding, binding)
             first = False
         if not header_seen and "snapshot_no_header" not in problems:
             self._anomalies.append(
@@ -1257,12 +1275,13 @@ class ReplayState:
     def apply(self, change: Visible) -> None:
         entry, offset, time, cause = change.entry, change.offset, change.time, change.cause
         record = entry.record
-        assert record is not None and record.data is not None
-        acl_id = _acl_id(record)
+        assert record is not None and record.acl_id is not None
+        acl_id = record.acl_id
         seen_before = acl_id in self.last_seen
         self.last_seen[acl_id] = offset
         if record.api_key == ACL_ENTRY:
-            binding = AclBinding.from_record_data(record.data)
+            binding = record.binding
+            assert binding is not None
             current = self.live.get(acl_id)
             if current is None:
                 self._create(acl_id, binding, offset, offset, time, cause, entry.offset)
