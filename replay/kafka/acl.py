@@ -5,6 +5,7 @@ Codes are the ones stored in AccessControlEntryRecord; an unknown code decodes t
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import IntEnum
@@ -170,14 +171,16 @@ class AclBinding:
     @classmethod
     def from_record_data(cls, data: dict[str, object]) -> AclBinding:
         """From the decoded fields of an AccessControlEntryRecord (codes); unknown codes become UNKNOWN."""
+        rt, pt, op, perm = _stored_names()
         return cls(
-            ResourceType.from_code(int(data["resourceType"])).name,  # type: ignore[call-overload]
+            rt.get(data["resourceType"]) or ResourceType.from_code(int(data["resourceType"])).name,  # type: ignore[call-overload]
             str(data["resourceName"]),
-            PatternType.from_code(int(data["patternType"])).name,  # type: ignore[call-overload]
+            pt.get(data["patternType"]) or PatternType.from_code(int(data["patternType"])).name,  # type: ignore[call-overload]
             str(data["principal"]),
             str(data["host"]),
-            AclOperation.from_code(int(data["operation"])).name,  # type: ignore[call-overload]
-            AclPermissionType.from_code(int(data["permissionType"])).name,  # type: ignore[call-overload]
+            op.get(data["operation"]) or AclOperation.from_code(int(data["operation"])).name,  # type: ignore[call-overload]
+            perm.get(data["permissionType"])
+            or AclPermissionType.from_code(int(data["permissionType"])).name,  # type: ignore[call-overload]
         )
 
     def to_record_data(self, acl_id: str) -> dict[str, object]:
@@ -200,3 +203,10 @@ class AclBinding:
             f"patternType={self.pattern_type}, principal={self.principal}, host={self.host}, "
             f"operation={self.operation}, permissionType={self.permission_type})"
         )
+
+
+@functools.cache
+def _stored_names() -> tuple[dict[object, str], ...]:
+    """The enum names by code of the four coded fields of an ACL record (`from_code` for the codes not here)."""
+    return tuple({member.value: member.name for member in cls}
+                 for cls in (ResourceType, PatternType, AclOperation, AclPermissionType))

@@ -498,6 +498,7 @@ class _LogCopies:
         self.bindings: dict[AclBinding, AclBinding] = {}  # one object per distinct binding (`_slim`, snapshots)
         self.details: dict[int, list[_RecordCopy]] = {}
         self._files: dict[str, BinaryIO] = {}
+        self._tail: tuple[int, int, int, int, str] | None = None  # `_tail_of` the row a span may go on in
 
     def __len__(self) -> int:
         return len(self.first)
@@ -535,17 +536,32 @@ class _LogCopies:
         """Add a whole binary batch to the last row when it continues that row's span; its row, else None."""
         n = len(self.first) - 1
         h = batch.header
-        if (n < 0 or self.text[n] or n in self.details or self.position[n] + self.size[n] != h.position
-                or self.last[n] + 1 != h.base_offset or self.batch_last[n] != self.last[n]
-                or self.epoch[n] != h.partition_leader_epoch or self.size[n] + h.size > SPAN_BYTES
-                or self.sources[self.source[n]] != batch.source):
+        tail = self._tail
+        if (tail is None or tail[0] != n or tail[1] != h.position or tail[2] != h.base_offset
+                or tail[3] != h.partition_leader_epoch or tail[4] != batch.source):
+            tail = self._tail = self._tail_of(n)
+            if (tail is None or tail[1] != h.position or tail[2] != h.base_offset
+                    or tail[3] != h.partition_leader_epoch or tail[4] != batch.source):
+                return None
+        size = self.size[n] + h.size
+        if size > SPAN_BYTES:
             return None
-        self.last[n] = self.batch_last[n] = h.last_offset
-        self.size[n] += h.size
-        self.time[n] = batch.append_time
-        self.min_time[n] = min(self.min_time[n], batch.append_time)
+        last = h.last_offset
+        self.last[n] = self.batch_last[n] = last
+        self.size[n] = size
+        time = h.max_timestamp
+        self.time[n] = time
+        if time < self.min_time[n]:
+            self.min_time[n] = time
         self.batches[n] += 1
+        self._tail = (n, h.position + h.size, last + 1, tail[3], tail[4])
         return n
+
+    def _tail_of(self, n: int) -> tuple[int, int, int, int, str] | None:
+        """What a batch must match to continue row `n`'s span: (row, byte position, base offset, epoch, file)."""
+        if n < 0 or self.text[n] or n in self.details or self.batch_last[n] != self.last[n]:
+            return None
+        return (n, self.position[n] + self.size[n], self.last[n] + 1, self.epoch[n], self.sources[self.source[n]])
 
     def explode(self, row: int) -> list[int]:
         """A span's batches as rows of their own (appended; the span's row is left unused), with its records."""
@@ -802,6 +818,8 @@ class Replayer:
         row = c.extend_span(batch) if last == h.last_offset and not text else None
         if row is None:
             row = c.add(batch, h.base_offset, last, text)
+        if not batch.records:
+            return
         time = batch.append_time
         relevant = [_Kept(_slim(r, c.bindings), time, h.position, h.last_offset) for r in batch.records
                     if r.offset <= last and _is_relevant(r)]
