@@ -465,6 +465,36 @@ SPAN_BYTES = 1 << 20
 _RANK_SHIFT = 16  # a span holds fewer than 2**16 batches (every batch is over 61 bytes)
 
 
+class _Details:
+    """The records of detailed rows, in compact columns: each record's offset and digest (40 bytes), and the ACL
+    and transaction records as the rules read them."""
+
+    def __init__(self) -> None:
+        self._start: dict[int, tuple[int, int]] = {}  # row -> (first index, count)
+        self._offsets = array("q")
+        self._digests = bytearray()
+        self._kept: dict[int, AclRecord] = {}  # index -> record
+
+    def __contains__(self, row: int) -> bool:
+        return row in self._start
+
+    def add(self, row: int, copies: list[_RecordCopy]) -> None:
+        self._start[row] = (len(self._offsets), len(copies))
+        for copy in copies:
+            if copy.record is not None:
+                self._kept[len(self._offsets)] = copy.record
+            self._offsets.append(copy.offset)
+            self._digests += copy.digest
+
+    def copies(self, row: int) -> list[_RecordCopy]:
+        start, count = self._start[row]
+        return [_RecordCopy(self._offsets[i], bytes(self._digests[i * _DIGEST:(i + 1) * _DIGEST]), self._kept.get(i))
+                for i in range(start, start + count)]
+
+
+_DIGEST = hashlib.sha256().digest_size
+
+
 class _LogCopies:
     """Every copy of a log batch that was added, in compact columns, in the order added.
 
@@ -496,7 +526,7 @@ class _LogCopies:
         self._source_ids: dict[str, int] = {}
         self.relevant: dict[int, list[_Kept]] = {}
         self.bindings: dict[AclBinding, AclBinding] = {}  # one object per distinct binding (`_slim`, snapshots)
-        self.details: dict[int, list[_RecordCopy]] = {}
+        self.details = _Details()
         self._files: dict[str, BinaryIO] = {}
         self._tail: tuple[int, int, int, int, str] | None = None  # `_tail_of` the row a span may go on in
 
@@ -597,9 +627,8 @@ class _LogCopies:
         return stream.read(size)
 
     def records_of(self, row: int, high_watermark: int | None) -> list[_RecordCopy]:
-        details = self.details.get(row)
-        if details is not None:
-            return details
+        if row in self.details:
+            return self.details.copies(row)
         path, position = self.sources[self.source[row]], self.position[row]
         again = decode_whole(self.read_at(path, position, self.size[row]), path, position, self.first[row])
         return [_record_copy(r, self.bindings) for r in again.records
@@ -833,7 +862,7 @@ class Replayer:
             return
         offsets = [c.offset for c in copies]
         row = self._copies.add(batch, min(offsets), max(offsets), text)
-        self._copies.details[row] = copies
+        self._copies.details.add(row, copies)
 
     def add_snapshot(
         self, end_offset: int, epoch: int, items: Iterable[Batch | Problem], source: str = ""
