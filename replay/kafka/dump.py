@@ -82,8 +82,8 @@ def replay_sources(
 ) -> ReplayResult:
     """Decode every source and replay them together (DESIGN.md §3). Decoder problems go to `summary` too.
 
-    One file at a time, one batch at a time: the replayer keeps a few numbers per batch and the ACL and transaction
-    records, not the log. `needed_only`: log segments decode only the values the rules read (`NEEDED_RECORDS`):
+    One file at a time, one batch at a time: the replayer keeps the ACL and transaction records and a few numbers
+    per megabyte of a segment, not the log (see `Replayer`). `needed_only`: log segments decode only the values the rules read (`NEEDED_RECORDS`):
     the answer is the same, and the problems are those of what is decoded (every framing and CRC problem, the
     values of ACL, transaction, control and unknown records, and whole snapshots, whose every problem decides
     whether they load), not those of other records' values.

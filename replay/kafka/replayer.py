@@ -781,9 +781,10 @@ class Replayer:
     `high_watermark`: the committed point if the user knows it (records with offset >= it are uncommitted and not
     applied). Without it everything on disk counts as committed (DESIGN.md §3.7).
 
-    Memory: per log batch a row of a few numbers (`_LogCopies`), plus the ACL and transaction records and the
-    snapshots' ACLs; records of other types are not kept (batches given in memory or as dump-log text keep a digest
-    per record, to compare copies).
+    Memory: the ACL and transaction records (offset, type, id, binding) and the snapshots' ACLs, plus a row of a few
+    numbers per span of batches in a binary file (up to `SPAN_BYTES`; a batch where copies overlap), and a span of
+    the time index each; records of other types are not kept. Batches given in memory or as dump-log text, which
+    cannot be read again, keep an offset and a digest per record (40 bytes) to compare copies.
     """
 
     def __init__(self, high_watermark: int | None = None) -> None:
