@@ -98,3 +98,36 @@ def test_spans_of_overlapping_dumps_change_no_answer(tmp_path: Any, seed: int) -
     assert alone.times.spans
     _same(alone, _replay(0, [one], True, None))
     _same(_replay(1500, [one, other], True, None), _replay(0, [one, other], True, None))
+
+
+@settings(max_examples=150, deadline=None)
+@given(times=st.lists(st.integers(0, 40), min_size=1, max_size=30), cut=st.integers(1, 29),
+       extra=st.lists(st.tuples(st.integers(-2, 70), st.integers(0, 45)), max_size=6))
+def test_time_lookups_through_spans_match_the_merged_index(tmp_path_factory: Any, times: list[int], cut: int,
+                                                           extra: list[tuple[int, int]]) -> None:
+    """Batches of two records (last offsets 1, 3, 5, ...) in two spans, and column entries (snapshot points) before,
+    inside, between and after them, at batch ends too, with greater or smaller times: every lookup answers as the
+    plain merged list does."""
+    from replay.kafka import writer
+
+    path = str(tmp_path_factory.mktemp("spans") / "00000000000000000000.log")
+    positions = [0]
+    with open(path, "wb") as f:
+        for i, t in enumerate(times):
+            f.write(writer.encode_batch(2 * i, [writer.noop(), writer.noop()], 1, t))
+            positions.append(f.tell())
+    cut = min(cut, len(times))
+    parts = [(0, cut), (cut, len(times))] if cut < len(times) else [(0, cut)]
+    spans = [replayer.TimeSpan(2 * a + 1, 2 * b - 1, times[b - 1], min(times[a:b]), path, positions[a],
+                               positions[b] - positions[a]) for a, b in parts]
+    columns = dict(sorted(extra))
+    merged = {2 * i + 1: t for i, t in enumerate(times)}
+    for offset, t in columns.items():
+        merged[offset] = max(t, merged.get(offset, t))
+    truth = replayer.OffsetTimes(sorted(merged.items()))
+    index = replayer.OffsetTimes(sorted(columns.items()), spans)
+    assert list(index) == list(truth)
+    for offset in range(-3, 72):
+        assert index.time_of(offset) == truth.time_of(offset), offset
+    for t in range(-1, 47):
+        assert index.offset_at_time(t) == truth.offset_at_time(t), t
