@@ -8,6 +8,7 @@ bound is far below what keeping even 16 bytes per batch would cost.
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import tracemalloc
@@ -41,6 +42,7 @@ def _write_log(directory: str, noops: int, rng: random.Random) -> int:
 def _peak_of_answer(directory: str, last: int) -> tuple[int, Any]:
     """Peak traced bytes above the start while replaying and asking for the state and the times at a few points."""
     sources, _ = discover([directory])
+    gc.collect()
     tracemalloc.reset_peak()
     start = tracemalloc.get_traced_memory()[0]
     result = replay_sources(sources, needed_only=True)
