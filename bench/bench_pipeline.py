@@ -492,6 +492,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.plot_only:
         docs = [json.loads(p.read_text()) for p in args.plot_only]
         results = [r for d in docs for r in d["results"]]
+        args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / "pipeline-combined.png"
         plot(results, path, f"realistic metadata logs, {docs[0]['machine']['cpus']} CPUs")
         print("\n".join(table(results)))
