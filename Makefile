@@ -3,7 +3,7 @@
 PYTHON ?= python3
 STAMP := .venv-stamp
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint bench bench-pipeline clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
@@ -28,6 +28,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PYTHON) -m bench.bench_ingest
 	$(PYTHON) -m bench.bench_authorize
+
+# The pipeline on realistic logs next to Kafka's DumpLogSegments (bench/README.md); e.g. SIZES=250k,1m,2m,10m
+SIZES ?= 250k
+CODECS ?= none
+bench-pipeline: $(STAMP)
+	$(PYTHON) -m bench.bench_pipeline --sizes $(SIZES) --codecs $(CODECS)
 
 clean:
 	rm -rf $(STAMP) lakehouse demo-output spark-warehouse
