@@ -41,12 +41,14 @@ Conventions shared by every audit:
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from replay.kafka import outputs
 from replay.kafka.acl import AclOperation, ResourceType
 from replay.spark.authorize import (
     _KEY,
@@ -729,10 +731,6 @@ SUMMARY_COLUMNS = {
 def render_audit(rows: Iterable[dict[str, Any]], audit: str, fmt: str = "table") -> list[str]:
     """`table` (the summary columns, for people), `jsonl`, or `csv` (every column) as lines of text; for Avro use
     `replay.kafka.outputs.write_avro(rows, path, audit)`."""
-    import io
-
-    from replay.kafka import outputs
-
     buf = io.StringIO()
     rows = list(rows)
     if fmt == "table":

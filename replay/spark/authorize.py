@@ -65,25 +65,31 @@ at most 2 GiB per file: Spark's binaryFile limit).
 from __future__ import annotations
 
 import functools
+import io
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.functions import pandas_udf
 
-from replay.kafka.acl import AclOperation, ResourceType
+from replay.kafka.acl import AclBinding, AclOperation, ResourceType
 from replay.kafka.authorizer import (
     HARDCODE_PROBE_NAME,
     java_host_address,
     parse_allow_everyone,
     parse_super_users,
 )
+from replay.kafka.listing import acl_dict, kafka_acls_lines, table_lines
+from replay.kafka.times import format_time
 from replay.spark.frames import join_null_safe
-from replay.spark.queries import ACL_FIELDS, certainly_live, possibly_live
+from replay.spark.queries import ACL_FIELDS, certainly_live, last_offset, possibly_live, time_of_offset
 
 ALLOWED, DENIED, UNKNOWN, ERROR = "ALLOWED", "DENIED", "UNKNOWN", "ERROR"
 R_SUPER_USER = "super_user"
@@ -220,7 +226,6 @@ def host_rendering_udf() -> Any:
     literal), computed on the executors with `replay.kafka.authorizer.java_host_address` (cached per worker), so
     a million distinct addresses never pass through the driver. Same results as `render_host`."""
     import pandas as pd
-    from pyspark.sql.functions import pandas_udf
 
     def render(hosts: pd.Series) -> pd.DataFrame:
         pairs = [render_host(h if isinstance(h, str) else None) for h in hosts]
@@ -665,9 +670,6 @@ def authorize_one(spark: SparkSession, lake: Any, cluster: str, principal: str, 
 
     Without `offset` and `time`: as of the end of known history. `resource_name=None`: authorizeByResourceType.
     """
-    from replay.kafka.listing import acl_dict
-    from replay.spark.queries import last_offset, time_of_offset
-
     if offset is None and time is None:
         offset = last_offset(lake, cluster)
     row = {"cluster_id": cluster, "principal": principal, "host": host, "operation": operation,
@@ -696,18 +698,11 @@ def authorize_one(spark: SparkSession, lake: Any, cluster: str, principal: str, 
 
 
 def _binding_of(row: Any) -> Any:
-    from replay.kafka.acl import AclBinding
-
     return AclBinding(*(row[c] for c in ACL_FIELDS))
 
 
 def render_decision(result: dict[str, Any], fmt: str = "text") -> list[str]:
     """`text` (a sentence and the ACLs as kafka-acls lines), `json`, or `table`."""
-    import json
-
-    from replay.kafka.acl import AclBinding
-    from replay.kafka.listing import kafka_acls_lines, table_lines
-
     if fmt == "json":
         return [json.dumps(result, indent=1, sort_keys=False)]
     if fmt == "table":
@@ -718,8 +713,6 @@ def render_decision(result: dict[str, Any], fmt: str = "text") -> list[str]:
         return table_lines([row], [*keys, "acls"])
     if fmt != "text":
         raise ValueError(f"unknown format {fmt!r}; choose text, json or table")
-    from replay.cli import format_time
-
     what = (f"{result['principal']} from {result['host']}: {result['operation']} on {result['resourceType']}"
             + (f" {result['resourceName']!r}" if result["resourceName"] is not None else " (any resource of the type)"))
     sure = "certainly" if result["certain"] else "cannot tell:"
@@ -773,10 +766,6 @@ def _avro_decoder(schema: T.StructType) -> Any:
                        for f in schema.fields])
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import io
-
-        import fastavro
-
         for batch in batches:
             for content in batch.column("content").to_pylist():
                 rows: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from replay.kafka.acl import AclBinding
+from replay.kafka.times import format_time
 
 ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
 
@@ -45,8 +46,6 @@ class LakeState:
         return self.covered and self.complete and not self.uncertain
 
     def meta(self) -> dict[str, Any]:
-        from replay.cli import format_time
-
         return {"cluster": self.cluster, "asOfOffset": self.offset, "asOfTime": format_time(self.time),
                 "covered": self.covered, "complete": self.complete, "exact": self.exact}
 

@@ -32,7 +32,7 @@ from replay.kafka.authorizer import AuthorizerError, StandardAuthorizer, java_ho
 pytestmark = pytest.mark.kafka
 
 
-from replay.harness.oracle import (  # noqa: E402  (after the skip)
+from tests.harness.oracle import (  # noqa: E402  (after the skip)
     AuthorizerOracle,
     acl_command,
     authorize_command,

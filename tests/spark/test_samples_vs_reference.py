@@ -33,7 +33,7 @@ def _state(rows: list[Any], offset: int) -> tuple[dict[str, AclBinding], dict[st
 
 
 def test_samples_exist() -> None:
-    assert len(SAMPLES) >= 2, "data/ must hold the real sample dumps (python -m replay.harness.make_samples)"
+    assert len(SAMPLES) >= 2, "data/ must hold the real sample dumps (python -m tests.harness.make_samples)"
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
