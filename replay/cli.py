@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from replay import demo
 from replay.kafka import dumplog, outputs
@@ -16,6 +16,9 @@ from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sour
 from replay.kafka.listing import FORMATS, render_acls, table_lines
 from replay.kafka.model import Batch, Problem, SourceKind
 from replay.kafka.times import format_time, parse_time
+
+if TYPE_CHECKING:  # Spark is imported when a lake command runs, so `inspect` and `acls` on files start quickly
+    from replay.spark.tables import Lake
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command could not do its work (e.g. an ingest with nothing to read)
@@ -189,7 +192,7 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
 
 
 # ---- lake commands (Spark) ----------------------------------------------------------------------------------
-def _lake(args: argparse.Namespace) -> Any:
+def _lake(args: argparse.Namespace) -> Lake:
     from replay.spark import session
     from replay.spark.tables import Lake
 
@@ -227,7 +230,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _replay(lake: Any, cluster: str, high_watermark: int | None, out: TextIO, full: bool = False,
+def _replay(lake: Lake, cluster: str, high_watermark: int | None, out: TextIO, full: bool = False,
             progress: bool = True) -> None:
     from replay.spark.replay import replay_lake
 

@@ -90,6 +90,7 @@ from replay.kafka.listing import acl_dict, kafka_acls_lines, table_lines
 from replay.kafka.times import format_time
 from replay.spark.frames import join_null_safe
 from replay.spark.queries import ACL_FIELDS, certainly_live, last_offset, possibly_live, time_of_offset
+from replay.spark.tables import Lake
 
 ALLOWED, DENIED, UNKNOWN, ERROR = "ALLOWED", "DENIED", "UNKNOWN", "ERROR"
 R_SUPER_USER = "super_user"
@@ -153,7 +154,7 @@ class LakeTables:
     offset_times: DataFrame
 
     @classmethod
-    def of(cls, lake: Any) -> LakeTables:
+    def of(cls, lake: Lake) -> LakeTables:
         if isinstance(lake, LakeTables):
             return lake
         return cls(lake.read("acl_history"), lake.read("log_coverage"), lake.read("offset_times"))
@@ -604,7 +605,7 @@ def decide_by_resource_type(keys: DataFrame, tables: LakeTables, settings: Autho
 
 # ---- public API ----------------------------------------------------------------------------------------------
 
-def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] | None = "",
+def authorize(requests: DataFrame, lake: Lake, super_users: str | Sequence[str] | None = "",
               allow_everyone: bool | str | None = False) -> DataFrame:
     """Decide every access tuple of `requests` against the state at its offset or time (module docstring).
 
@@ -654,7 +655,7 @@ def _join_back(requests: DataFrame, results: DataFrame, key: list[str], original
                     error.alias("error"))
 
 
-def authorize_by_resource_type(requests: DataFrame, lake: Any, super_users: str | Sequence[str] | None = "",
+def authorize_by_resource_type(requests: DataFrame, lake: Lake, super_users: str | Sequence[str] | None = "",
                                allow_everyone: bool | str | None = False) -> DataFrame:
     """`authorizeByResourceType` for every row (the `resource_name` column is ignored / may be absent)."""
     return authorize(requests.withColumn("resource_name", F.lit(None).cast("string")), lake, super_users,
@@ -663,7 +664,7 @@ def authorize_by_resource_type(requests: DataFrame, lake: Any, super_users: str 
 
 # ---- CLI functions -------------------------------------------------------------------------------------------
 
-def authorize_one(spark: SparkSession, lake: Any, cluster: str, principal: str, host: str, operation: str,
+def authorize_one(spark: SparkSession, lake: Lake, cluster: str, principal: str, host: str, operation: str,
                   resource_type: str, resource_name: str | None, offset: int | None = None, time: int | None = None,
                   super_users: str = "", allow_everyone: bool = False) -> dict[str, Any]:
     """One question, answered with the deciding ACLs spelled out (a dict ready for JSON; `render_decision` prints it).
@@ -855,7 +856,7 @@ def write_table(df: DataFrame, out_path: str, fmt: str, mode: str = "overwrite")
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(OUT_FORMATS)}")
 
 
-def authorize_file(spark: SparkSession, lake: Any, cluster: str | None, requests_path: str, out_path: str,
+def authorize_file(spark: SparkSession, lake: Lake, cluster: str | None, requests_path: str, out_path: str,
                    fmt: str = "delta", in_format: str | None = None, super_users: str = "",
                    allow_everyone: bool = False, mode: str = "overwrite") -> dict[str, Any]:
     """Read access tuples from a file, decide them all, write the decisions; returns counts per decision."""
