@@ -15,11 +15,14 @@ setup: $(STAMP)
 demo: $(STAMP)
 	kraft-replay demo
 
+# test-fast leaves out the slow parts, each under its own mark (registered in pyproject.toml).
+FAST := not kafka and not cluster and not property and not differential and not second_jvm and not slow
+
 test: $(STAMP)
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest --durations=25
 
 test-fast: $(STAMP)
-	$(PYTHON) -m pytest -m 'not kafka and not cluster and not slow'
+	$(PYTHON) -m pytest --durations=25 -m '$(FAST)'
 
 lint: $(STAMP)
 	ruff check replay tests bench

@@ -121,6 +121,7 @@ _TXN_AND_SNAPSHOTS = {
     "codec": 0, "diverge": False, "overlap": False, "text": None}
 
 
+@pytest.mark.property
 @settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "3")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
                                  HealthCheck.too_slow])

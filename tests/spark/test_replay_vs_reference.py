@@ -176,6 +176,7 @@ _EVERYTHING = {"steps": [("create", 5), ("create", 6), ("dup", 0, True), ("new_b
                "codec": 2, "diverge": True, "overlap": True, "text": "4.0", "high_watermark": None}
 
 
+@pytest.mark.property
 @settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "4")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
                                  HealthCheck.too_slow])
