@@ -50,9 +50,7 @@ from typing import Any
 
 from bench import realistic_log
 from bench.measure import _status_kib, process_tree
-
-# The one place that knows where the Kafka test harness lives (it may move to tests/harness).
-from replay.harness import broker as kafka_harness
+from tests.harness import broker as kafka_harness
 
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
 OUT = Path(__file__).parent / "out"
