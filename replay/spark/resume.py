@@ -32,7 +32,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from replay.spark.replay import TXN_ABORT, TXN_BEGIN, TXN_END, with_missing
+from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
+from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
+from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
+from replay.spark.ordered import with_missing
 from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
