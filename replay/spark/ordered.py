@@ -60,12 +60,15 @@ _KINDS = {"last_before", "last_upto", "first_after", "max_before", "max_upto", "
 
 
 def with_running(df: DataFrame, offset: str, order: Sequence[Column | str], values: Sequence[Running],
-                 size: int) -> DataFrame:
+                 size: int | None) -> DataFrame:
     """`df` with the running `values`, in the order `order` within each cluster, whose first key must be
-    `offset` ascending (the bucket is taken from it, so rows of one offset share a bucket)."""
+    `offset` ascending (the bucket is taken from it, so rows of one offset share a bucket). `size` None: every
+    cluster's rows fit in one bucket, so plain windows per cluster do it without the carrying."""
     for v in values:
         if v.kind not in _KINDS:
             raise ValueError(f"unknown running kind {v.kind}")
+    if size is None:
+        return _whole(df, order, values)
     c = F.col
     keys = [c(o) if isinstance(o, str) else o for o in order]
     rank = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(_ascending(order))])
@@ -99,7 +102,7 @@ def with_running(df: DataFrame, offset: str, order: Sequence[Column | str], valu
             carries.append(F.max(s).over(earlier).alias(f"_c{i}"))
         else:
             carries.append(F.sum(s).over(earlier).alias(f"_c{i}"))
-    carry = F.broadcast(per_bucket.select("cluster_id", "_bk", *carries))
+    carry = per_bucket.select("cluster_id", "_bk", *carries)
     d = d.join(carry, ["cluster_id", "_bk"], "left")
     inside = Window.partitionBy("cluster_id", "_bk").orderBy(*keys)
     inside_desc = Window.partitionBy("cluster_id", "_bk").orderBy(*[k.desc() for k in _ascending(order)])
@@ -128,6 +131,30 @@ def with_running(df: DataFrame, offset: str, order: Sequence[Column | str], valu
     return d.select("*", *out).drop(*temp)
 
 
+def _whole(df: DataFrame, order: Sequence[Column | str], values: Sequence[Running]) -> DataFrame:
+    keys = _ascending(order)
+    w = Window.partitionBy("cluster_id").orderBy(*keys)
+    desc = Window.partitionBy("cluster_id").orderBy(*[k.desc() for k in keys])
+    before, upto = w.rowsBetween(_UNBOUNDED, -1), w.rowsBetween(_UNBOUNDED, 0)
+    out = []
+    for v in values:
+        if v.kind == "last_before":
+            out.append(F.last(v.value, ignorenulls=True).over(before).alias(v.name))
+        elif v.kind == "last_upto":
+            out.append(F.last(v.value, ignorenulls=True).over(upto).alias(v.name))
+        elif v.kind == "first_after":
+            out.append(F.last(v.value, ignorenulls=True).over(desc.rowsBetween(_UNBOUNDED, -1)).alias(v.name))
+        elif v.kind == "max_before":
+            out.append(F.max(v.value).over(before).alias(v.name))
+        elif v.kind == "max_upto":
+            out.append(F.max(v.value).over(upto).alias(v.name))
+        elif v.kind == "sum_upto":
+            out.append(F.coalesce(F.sum(v.value).over(upto), F.lit(0)).alias(v.name))
+        else:
+            out.append(F.row_number().over(w).alias(v.name))
+    return df.select("*", *out)
+
+
 def _ascending(order: Sequence[Column | str]) -> list[Column]:
     """The order keys as plain columns (descending keys are passed as `Column.desc()`; see `desc_key`)."""
     return [F.col(o) if isinstance(o, str) else o for o in order]
@@ -138,12 +165,13 @@ def desc_key(col: Column) -> Column:
     return -col.cast("long")
 
 
-def islands(df: DataFrame, offset: str, size: int) -> DataFrame:
+def islands(df: DataFrame, offset: str, size: int | None) -> DataFrame:
     """Gaps and islands: the maximal runs of consecutive `offset`s per cluster (one row per offset in `df`), as
     (cluster_id, start_offset, end_offset). Runs are found per bucket, then the few runs that touch across a
     bucket boundary are joined."""
     c = F.col
-    d = df.select("cluster_id", c(offset).alias("_o"), bucket_of(offset, size).alias("_bk"))
+    d = df.select("cluster_id", c(offset).alias("_o"),
+                  (bucket_of(offset, size) if size is not None else F.lit(0)).alias("_bk"))
     w = Window.partitionBy("cluster_id", "_bk").orderBy("_o")
     pieces = (d.withColumn("_g", c("_o") - F.row_number().over(w))
               .groupBy("cluster_id", "_bk", "_g").agg(F.min("_o").alias("start_offset"),

@@ -95,7 +95,7 @@ def _py_list(ids: Column) -> Column:
 
 # ---- 1. copies -------------------------------------------------------------------------------------------------
 def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: DataFrame | None = None,
-                size: int = 1 << 18) -> tuple[DataFrame, DataFrame]:
+                size: int | None = None) -> tuple[DataFrame, DataFrame]:
     """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies).
 
     `resume` (cluster_id, epoch_floor): the highest epoch of the log before these rows, when they are a suffix.
@@ -145,7 +145,7 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
 
 
 # ---- 2. runs and gaps ------------------------------------------------------------------------------------------
-def log_ranges(resolved: DataFrame, size: int = 1 << 18) -> DataFrame:
+def log_ranges(resolved: DataFrame, size: int | None = None) -> DataFrame:
     """Gaps and islands: maximal runs of consecutive offsets, one row each (start_offset, end_offset). `resolved`
     holds one row per offset."""
     return islands(resolved, "offset", size)
@@ -263,7 +263,7 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
 
 # ---- 4. transactions -------------------------------------------------------------------------------------------
 def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame | None = None,
-                        size: int = 1 << 18) -> tuple[DataFrame, DataFrame, DataFrame]:
+                        size: int | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The ACL records that become visible (at which offset, time and cause), the transaction anomalies, and the
     Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules).
 
@@ -349,7 +349,7 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
 
 
 # ---- 5. observations and transitions ---------------------------------------------------------------------------
-def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, size: int = 1 << 18) -> DataFrame:
+def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, size: int | None = None) -> DataFrame:
     """Every observation of every ACL id, in its order: (pos, kind) with kind 0 for a record, 1 for a snapshot.
 
     `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none).
@@ -442,7 +442,7 @@ def _event_rows(t: DataFrame) -> DataFrame:
     )
 
 
-def number_events(events: DataFrame, size: int = 1 << 18) -> DataFrame:
+def number_events(events: DataFrame, size: int | None = None) -> DataFrame:
     """`seq` in application order: offset; records (by record offset) before snapshot loads; remove before create;
     then id."""
     order = [F.col("offset"), F.col("rec_off").isNull(), F.coalesce(F.col("rec_off"), F.lit(-1)),
@@ -593,7 +593,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
     def keep(df: DataFrame, step: str) -> DataFrame:
         return df if stages is None else stages.keep(df, step)
 
-    size = bucket_offsets(records.sparkSession)
+    size = _bucket_size(records)
     records = records.select(*_BRONZE_COLUMNS, F.when(F.col("record_type") == "SNAPSHOT_HEADER",
                                                       F.col("payload_json")).alias("payload_json"))
     quarantine = quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section", "file_position",
@@ -628,6 +628,16 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         "offset_times": offset_times(resolved, snaps),
     }
     return frames, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
+
+
+def _bucket_size(records: DataFrame) -> int | None:
+    """Offsets per range for the running values, or None when every cluster's log fits in one range (then plain
+    windows per cluster are cheaper: no per-range summaries to carry)."""
+    size = bucket_offsets(records.sparkSession)
+    row = (records.where(F.col("stream") == "log").groupBy("cluster_id")
+           .agg((F.max("offset") - F.min("offset")).alias("_span")).agg(F.max("_span")).first())
+    span = row[0] if row is not None else None
+    return None if span is None or span < size else size
 
 
 def _resumed_gaps(gaps: DataFrame, resume: DataFrame) -> DataFrame:

@@ -1,9 +1,9 @@
-"""Intermediate replay results written to Delta and read back, so later steps read them instead of recomputing.
+"""Intermediate replay results written once and read back, so later steps read them instead of recomputing.
 
 Spark's `checkpoint`/`localCheckpoint` and caching do not exist on Databricks serverless and Spark Connect, and a
-plan that reuses a frame many times would otherwise recompute it (or grow with every step). A stage is a Delta
-table beside the lake's tables (`_staging/<replay id>/<name>` in a directory lake, `_kraft_stage_<id>_<name>` in
-a catalog schema), written once per replay and removed when the replay ends.
+plan that reuses a frame many times would otherwise recompute it (or grow with every step). A stage is Parquet
+files beside the lake's tables (`_staging/<replay id>/<name>` in a directory lake) or a Delta table
+`_kraft_stage_<id>_<name>` in a catalog lake's schema, written once per replay and removed when the replay ends.
 """
 
 from __future__ import annotations
@@ -47,15 +47,14 @@ class Stages:
         started = time.monotonic()
         # fresh column identities: frames derived from one source keep its column ids, which confuses later joins
         df = df.select(*[F.col(c).alias(c) for c in df.columns])
-        writer = df.write.format("delta").mode("overwrite")
         path = self._path(name)
         spark = self.lake.spark
         if path is None:
-            writer.saveAsTable(self._ref(name))
+            df.write.format("delta").mode("overwrite").saveAsTable(self._ref(name))
             out = spark.read.table(self._ref(name))
-        else:
-            writer.save(path)
-            out = spark.read.format("delta").load(path)
+        else:  # plain Parquet: written once, read by this replay only, so Delta's log would be pure cost
+            df.write.mode("overwrite").parquet(path)
+            out = spark.read.parquet(path)
         self.written.append(name)
         log.debug("replay stage %s: %.1fs", name, time.monotonic() - started)
         return out

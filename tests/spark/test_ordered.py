@@ -27,7 +27,7 @@ def _expected(rows: list[tuple[Any, ...]]) -> dict[tuple[str, int, int], dict[st
     out = {}
     for cluster in ("a", "b"):
         mine = sorted((r for r in rows if r[0] == cluster), key=lambda r: (r[1], r[2]))
-        for i, (_, offset, tie, value) in enumerate(mine):
+        for i, (_, offset, tie, _value) in enumerate(mine):
             before = [r[3] for r in mine[:i] if r[3] is not None]
             upto = [r[3] for r in mine[: i + 1] if r[3] is not None]
             after = [r[3] for r in mine[i + 1:] if r[3] is not None]
@@ -38,8 +38,8 @@ def _expected(rows: list[tuple[Any, ...]]) -> dict[tuple[str, int, int], dict[st
     return out
 
 
-@pytest.mark.parametrize("size", [1, 3, 16, 1 << 18])
-def test_running_values_equal_whole_history_values(spark: Any, size: int) -> None:
+@pytest.mark.parametrize("size", [None, 1, 3, 16, 1 << 18])
+def test_running_values_equal_whole_history_values(spark: Any, size: int | None) -> None:
     from pyspark.sql import functions as F
 
     from replay.spark.ordered import Running, with_running
@@ -61,8 +61,8 @@ def test_running_values_equal_whole_history_values(spark: Any, size: int) -> Non
             assert {k: r[k] for k in want} == want, (seed, r)
 
 
-@pytest.mark.parametrize("size", [1, 4, 1 << 18])
-def test_islands_are_the_maximal_runs(spark: Any, size: int) -> None:
+@pytest.mark.parametrize("size", [None, 1, 4, 1 << 18])
+def test_islands_are_the_maximal_runs(spark: Any, size: int | None) -> None:
     from replay.spark.ordered import islands
 
     offsets = {"a": [0, 1, 2, 3, 5, 6, 9, 10, 11, 12, 13, 30], "b": [7], "c": [4, 5, 6, 7, 8, 9, 10, 11]}
