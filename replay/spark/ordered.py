@@ -4,7 +4,7 @@ A window partitioned by `cluster_id` alone sorts and scans every row of a cluste
 running values (the highest epoch so far, the last transaction marker before a record, the next one after it, a
 row's number) are instead computed per offset range ("bucket") in parallel, with what the earlier (or later)
 buckets contribute carried in from a small per-bucket summary: one row per bucket, so the only per-cluster window
-left runs over a few rows. The bucket size is `kraft.replay.bucketOffsets` in the Spark conf (tests make it tiny
+left runs over a few rows. The bucket size is `kraft.replay.bucketOffsets` in the Spark conf (a test makes it tiny
 so that every carry is exercised).
 """
 
