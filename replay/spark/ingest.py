@@ -1063,13 +1063,26 @@ def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condi
     return int(row.get("num_inserted_rows") or row.get("num_affected_rows") or 0)
 
 
+ROWS_PER_FILE = 750_000  # about 100-130 MiB of Parquet per file for metadata_records
+
+
+def _sized(source: DataFrame, rows_hint: int) -> DataFrame:
+    """The source range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows (`rows_hint`
+    bounds the rows): parallel tasks then write files of a sensible size, each a contiguous stretch of the log,
+    which the replay's reads by offset skip or take whole."""
+    return source.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
+
+
 def _own_session(spark: SparkSession) -> SparkSession:
     """A session sharing `spark`'s context and cache but with its own SQL conf and temp views (Spark Connect: the
     same session)."""
     try:
-        return spark.newSession()
+        own = spark.newSession()
     except Exception:
-        return spark
+        own = spark
+    with contextlib.suppress(Exception):  # MERGE would otherwise funnel a cluster's rows (one partition) into one task
+        own.conf.set("spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "false")
+    return own
 
 
 _SNAPSHOT_ID = ("stream", "snapshot_end_offset", "snapshot_epoch")
@@ -1140,8 +1153,16 @@ def quarantine_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataF
     return rows.dropDuplicates(["content_hash"]).select(*cols)
 
 
-def _record_condition(cluster: str) -> str:
+def _record_condition(cluster: str, log_offsets: tuple[int, int] | None = None) -> str:
+    """The MERGE's match: the record key, and literal bounds on the stored rows (log records in the source's offset
+    range, or snapshot rows), so Delta reads only the files that can hold a match: an ingest past what the lake
+    holds reads none of them and is in effect an append. It stays a MERGE because a blind append never conflicts:
+    two ingests of one dump at once would both land, where MERGE's conflict check makes the second find the first's
+    rows on retry."""
     parts = [f"t.cluster_id = {_sql_string(cluster)}", "t.cluster_id = s.cluster_id"]
+    in_range = "FALSE" if log_offsets is None else (
+        f"t.offset BETWEEN {int(log_offsets[0])} AND {int(log_offsets[1])}")
+    parts.append(f"((t.stream = 'log' AND {in_range}) OR t.stream <> 'log')")
     for col in RECORD_KEY[1:]:
         op = "<=>" if col in _NULLABLE_KEY else "="
         parts.append(f"t.`{col}` {op} s.`{col}`")
@@ -1287,8 +1308,9 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             report.records_new = _merge(
-                spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id, lake),
-                _record_condition(cluster), _user_metadata(report, METADATA_RECORDS, report.records),
+                spark, lake, METADATA_RECORDS,
+                _sized(records_source(decoded, cluster, report.ingest_id, lake), report.records),
+                _record_condition(cluster, report.log_offsets), _user_metadata(report, METADATA_RECORDS, report.records),
             )
         if report.problems:
             progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)

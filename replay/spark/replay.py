@@ -576,14 +576,15 @@ _RESOLVED_COLUMNS = ["cluster_id", "offset", "leader_epoch", "append_time", "sou
 
 
 def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
-                   resume: DataFrame | None = None, seen: DataFrame | None = None, *, stages: Stages | None = None
-                   ) -> tuple[dict[str, DataFrame], dict[str, DataFrame]]:
+                   resume: DataFrame | None = None, seen: DataFrame | None = None, *, stages: Stages | None = None,
+                   span: int | None = None) -> tuple[dict[str, DataFrame], dict[str, DataFrame]]:
     """All replay tables for every cluster in `records` (the bronze rows) and `quarantine`, as DataFrames, and the
     intermediate frames `replay.spark.resume` reads (resolved log, snapshots, gaps, last offsets).
 
     Frames that several later steps read are written once to `stages` (Delta, removed when the replay ends) and read
     back; without `stages` they stay plans (small inputs and tests only). Running values over a cluster's history
-    are computed per offset range (`replay.spark.ordered`), so no step sorts a cluster's whole history in one task.
+    are computed per offset range (`replay.spark.ordered`), so no step sorts a cluster's whole history in one task;
+    `span` (the most log offsets any cluster's rows cover, when the caller knows it) saves a scan to find it.
 
     A cluster with a row in `resume` is replayed from a suffix: its `records` hold only what lies after the
     snapshot at `resume_offset` (that snapshot included), and `resume` carries the state of the log before it
@@ -593,7 +594,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
     def keep(df: DataFrame, step: str) -> DataFrame:
         return df if stages is None else stages.keep(df, step)
 
-    size = _bucket_size(records)
+    size = _bucket_size(records, span)
     records = records.select(*_BRONZE_COLUMNS, F.when(F.col("record_type") == "SNAPSHOT_HEADER",
                                                       F.col("payload_json")).alias("payload_json"))
     quarantine = quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section", "file_position",
@@ -630,13 +631,14 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
     return frames, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
 
 
-def _bucket_size(records: DataFrame) -> int | None:
+def _bucket_size(records: DataFrame, span: int | None) -> int | None:
     """Offsets per range for the running values, or None when every cluster's log fits in one range (then plain
     windows per cluster are cheaper: no per-range summaries to carry)."""
     size = bucket_offsets(records.sparkSession)
-    row = (records.where(F.col("stream") == "log").groupBy("cluster_id")
-           .agg((F.max("offset") - F.min("offset")).alias("_span")).agg(F.max("_span")).first())
-    span = row[0] if row is not None else None
+    if span is None:
+        row = (records.where(F.col("stream") == "log").groupBy("cluster_id")
+               .agg((F.max("offset") - F.min("offset")).alias("_span")).agg(F.max("_span")).first())
+        span = row[0] if row is not None else None
     return None if span is None or span < size else size
 
 
@@ -708,7 +710,7 @@ def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans:
         frames, parts = replay_records(
             records.where(resume.suffix_filter(plans)),
             quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans),
-            stages=stages)
+            stages=stages, span=max(p.span for p in plans.values()))
         frames = resume.splice(lake, frames, plans)
         points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
             parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
