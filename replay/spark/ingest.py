@@ -157,7 +157,7 @@ _DECODED_FIELDS: list[tuple[str, DataType]] = [
     ("raw_key", BinaryType()),
     ("raw_value", BinaryType()),
     ("decode_error", StringType()),
-    ("content_hash", StringType()),
+    ("content_hash", BinaryType()),
     ("kind", StringType()),
     ("message", StringType()),
     ("line", IntegerType()),
@@ -432,23 +432,28 @@ def _part(data: bytes | None) -> bytes:
     return b"\xff\xff\xff\xff" if data is None else len(data).to_bytes(4, "big") + data
 
 
-def record_hash(offset: int, key: bytes | None, value: bytes | None) -> str:
-    """Hex sha256 of a record's offset, key and value: equal at one offset means the same record."""
+IDENTITY_BYTES = 16  # 128 bits of sha256: no collision among billions of rows, a quarter of the hex text
+
+
+def record_hash(offset: int, key: bytes | None, value: bytes | None) -> bytes:
+    """A record's identity: sha256 of its offset, key and value, cut to 16 bytes; equal at one offset means the same
+    record."""
     h = hashlib.sha256(b"kraft-record\x00")
     h.update(int(offset).to_bytes(8, "big", signed=True))
     h.update(_part(key))
     h.update(_part(value))
-    return h.hexdigest()
+    return h.digest()[:IDENTITY_BYTES]
 
 
 def problem_hash(kind: str, file_name: str, position: int | None, offset: int | None, raw: bytes | None,
-                 message: str) -> str:
-    """Hex sha256 identifying one quarantined finding (the same bad bytes of the same file are one row)."""
+                 message: str) -> bytes:
+    """The identity of one quarantined finding, sha256 cut to 16 bytes (the same bad bytes of the same file are one
+    row)."""
     h = hashlib.sha256(b"kraft-problem\x00")
     for text in (kind, file_name, "" if position is None else str(position), "" if offset is None else str(offset)):
         h.update(_part(text.encode()))
     h.update(_part(raw) if raw is not None else b"M" + _part(message.encode()))
-    return h.hexdigest()
+    return h.digest()[:IDENTITY_BYTES]
 
 
 def _json_default(value: Any) -> Any:
