@@ -464,9 +464,11 @@ def parse_header(data: bytes, position: int = 0, crc_ok: bool | None = None) -> 
 
 
 def decode_batch(
-    data: bytes, position: int = 0, source: str = "", decode_values: bool = True
+    data: bytes, position: int = 0, source: str = "", decode_values: bool = True,
+    records_for: frozenset[int] | None = None,
 ) -> list[Batch | Problem]:
-    """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header."""
+    """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header
+    (with only the records `records_for` selects, see `read_batches`)."""
     problems: list[Batch | Problem] = []
     if len(data) < RECORD_BATCH_OVERHEAD:
         offset = _OFFSET.unpack_from(data)[0] if len(data) >= 8 else None
@@ -504,6 +506,8 @@ def decode_batch(
                                 source, position, header.base_offset, bytes(view)))
         return [*problems, batch]
     _decode_records(batch, records_area, problems, decode_values)
+    if records_for is not None:
+        batch.records = [r for r in batch.records if r.control_type is not None or r.api_key in records_for]
     return [*problems, batch]
 
 
@@ -803,28 +807,43 @@ def read_batches(
     decode_values: bool = True,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     snapshot: bool = False,
+    records_for: frozenset[int] | None = None,
 ) -> Iterator[Batch | Problem]:
     """Decode a stream of batches into `Batch` and `Problem` items in file order, one batch in memory at a time.
 
     `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
     `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
-    `DecodeError` instead of being yielded.
+    `DecodeError` instead of being yielded. `records_for` (api keys): each `Batch.records` holds only control
+    records and metadata records whose api key is in the set; headers (`records_count` too) and problems are those
+    of a full decode. Decodes through the compiled extension when it is installed (`native.enabled`).
     """
-    items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source, decode_values)
+    from . import native
+
+    if native.enabled():
+        items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
+                                    max_batch_size=max_batch_size, snapshot=snapshot, records_for=records_for)
+        return _strict(items) if strict else items
+    items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source, decode_values,
+                           records_for)
     if snapshot:
         items = check_snapshot(items, source)
+    return _strict(items) if strict else items
+
+
+def _strict(items: Iterable[Batch | Problem]) -> Iterator[Batch | Problem]:
     for item in items:
-        if strict and isinstance(item, Problem):
+        if isinstance(item, Problem):
             raise DecodeError(item)
         yield item
 
 
-def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool) -> Iterator[Batch | Problem]:
+def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool,
+                   records_for: frozenset[int] | None = None) -> Iterator[Batch | Problem]:
     for frame in frames:
         if isinstance(frame, Problem):
             yield frame
         else:
-            yield from decode_batch(frame.data, frame.position, source, decode_values)
+            yield from decode_batch(frame.data, frame.position, source, decode_values, records_for)
 
 
 def read_file(path: str, strict: bool = False, *, snapshot: bool | None = None,

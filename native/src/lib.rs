@@ -1,0 +1,348 @@
+//! kraft_replay_native: a compiled decoder for Kafka v2 record batch files (KRaft `__cluster_metadata` segments,
+//! snapshots, `bootstrap.checkpoint`), giving exactly what the pure-Python reference `replay/kafka/batch.py`
+//! gives. Used through `replay/kafka/native.py`; `init` hands over the schema table and the model classes.
+
+mod codec;
+mod columns;
+mod decode;
+mod json;
+mod pyout;
+mod schema;
+mod value;
+
+use std::collections::{HashMap, VecDeque};
+
+use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
+use pyo3::types::{PyByteArray, PyBytes, PyString, PyType};
+
+use decode::{Ctx, Framer, Input, Item, Raw, Source, Structure};
+use pyout::{PyOut, SlotClass};
+use schema::{ControlSchema, FieldDef, Kind, MetaSchema, Schemas, StructDef, Versions};
+
+pub struct State {
+    pub schemas: Schemas,
+    pub out: PyOut,
+    pub fallback: PyObject,
+    pub acl_names: [HashMap<i64, String>; 4],
+}
+
+static STATE: GILOnceCell<State> = GILOnceCell::new();
+
+pub fn state(py: Python<'_>) -> PyResult<&'static State> {
+    STATE
+        .get(py)
+        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("kraft_replay_native.init was not called"))
+}
+
+type VersionsArg = (i64, Option<i64>);
+type FieldArg = (String, String, String, bool, VersionsArg, VersionsArg, Option<u32>, VersionsArg, String, Option<usize>);
+
+fn versions(v: VersionsArg) -> Versions {
+    Versions { lo: v.0, hi: v.1 }
+}
+
+/// Hand over the schema table (`replay/kafka/schemas.py`, flattened by `native.py`), the model classes, the
+/// `ProblemKind` members by value, the Python codec fallback and the ACL enum names by code.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn init(
+    py: Python<'_>,
+    structs: Vec<Vec<FieldArg>>,
+    metadata: Vec<(i64, String, String, i64, Option<i64>, usize)>,
+    control: Vec<(i64, String, usize)>,
+    control_names: HashMap<i64, String>,
+    classes: (Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>, Bound<'_, PyType>),
+    kinds: HashMap<String, PyObject>,
+    fallback: PyObject,
+    acl_names: [HashMap<i64, String>; 4],
+    java_double: PyObject,
+) -> PyResult<()> {
+    if STATE.get(py).is_some() {
+        return Ok(());
+    }
+    let _ = json::JAVA_DOUBLE.set(py, java_double);
+    let mut defs = Vec::new();
+    for fields in &structs {
+        let mut fs = Vec::new();
+        for (name, json_name, kind, is_array, vers, nullable, tag, tagged, default, struct_id) in fields {
+            let k = if struct_id.is_some() {
+                Kind::Struct
+            } else {
+                Kind::parse(kind).ok_or_else(|| {
+                    pyo3::exceptions::PyValueError::new_err(format!("unsupported type {} of {}", kind, name))
+                })?
+            };
+            fs.push(FieldDef {
+                name: name.clone(),
+                json_name: json_name.clone(),
+                kind: k,
+                is_array: *is_array,
+                versions: versions(*vers),
+                nullable: versions(*nullable),
+                tag: *tag,
+                tagged: versions(*tagged),
+                default: default.clone(),
+                struct_id: *struct_id,
+            });
+        }
+        defs.push(StructDef { fields: fs });
+    }
+    let mut meta = HashMap::new();
+    let mut type_names = HashMap::new();
+    for (api_key, name, type_name, lo, hi, sid) in metadata {
+        type_names.insert(type_name.clone(), PyString::intern(py, &type_name).unbind());
+        meta.insert(api_key, MetaSchema { name, type_name, valid: Versions { lo, hi }, struct_id: sid });
+    }
+    let mut ctl = HashMap::new();
+    for (ct, name, sid) in control {
+        ctl.insert(ct, ControlSchema { name, struct_id: sid });
+    }
+    for n in control_names.values() {
+        type_names.insert(n.clone(), PyString::intern(py, n).unbind());
+    }
+    let field_names = structs
+        .iter()
+        .map(|fs| fs.iter().map(|f| PyString::intern(py, &f.1).unbind()).collect())
+        .collect();
+    let (batch, header, record, problem) = classes;
+    let out = PyOut {
+        batch: SlotClass::new(&batch, &["header", "records", "source"])?,
+        header: SlotClass::new(
+            &header,
+            &[
+                "position",
+                "base_offset",
+                "batch_length",
+                "partition_leader_epoch",
+                "magic",
+                "crc",
+                "attributes",
+                "last_offset_delta",
+                "base_timestamp",
+                "max_timestamp",
+                "producer_id",
+                "producer_epoch",
+                "base_sequence",
+                "records_count",
+                "crc_ok",
+            ],
+        )?,
+        record: SlotClass::new(
+            &record,
+            &[
+                "offset",
+                "timestamp",
+                "key",
+                "value",
+                "attributes",
+                "timestamp_delta",
+                "headers",
+                "control_type",
+                "api_key",
+                "version",
+                "type_name",
+                "data",
+                "unknown_tags",
+                "error",
+            ],
+        )?,
+        problem: SlotClass::new(&problem, &["kind", "message", "file", "position", "offset", "raw", "line"])?,
+        kinds,
+        type_names,
+        field_names,
+        unknown_tags_key: PyString::intern(py, "_unknownTags").unbind(),
+        version_key: PyString::intern(py, "version").unbind(),
+        epoch_key: PyString::intern(py, "coordinatorEpoch").unbind(),
+    };
+    let schemas = Schemas::new(defs, meta, ctl, control_names);
+    let _ = STATE.set(py, State { schemas, out, fallback, acl_names });
+    Ok(())
+}
+
+/// A Python binary stream, read through its `read(n)`.
+struct PyStream(PyObject);
+
+impl Source for PyStream {
+    fn read(&mut self, n: usize) -> PyResult<Vec<u8>> {
+        Python::with_gil(|py| {
+            let r = self.0.call_method1(py, "read", (n,))?;
+            let r = r.bind(py);
+            if r.is_none() {
+                return Ok(Vec::new());
+            }
+            if let Ok(b) = r.downcast::<PyBytes>() {
+                return Ok(b.as_bytes().to_vec());
+            }
+            if let Ok(b) = r.downcast::<PyByteArray>() {
+                return Ok(b.to_vec());
+            }
+            let b = py.get_type::<PyBytes>().call1((r,))?;
+            Ok(b.downcast::<PyBytes>()?.as_bytes().to_vec())
+        })
+    }
+}
+
+/// The stream of decoded items of one file or stream: frames, decoded batches, problems, snapshot checks.
+pub struct Engine {
+    framer: Framer,
+    raw: VecDeque<Raw>,
+    items: VecDeque<Item>,
+    structure: Option<Structure>,
+    finished: bool,
+    decode_values: bool,
+}
+
+impl Engine {
+    fn new(
+        stream: PyObject,
+        source: &str,
+        name_offset: Option<i128>,
+        start_position: i64,
+        max_batch_size: i64,
+        decode_values: bool,
+        snapshot: bool,
+    ) -> Engine {
+        let input = Input::new(Box::new(PyStream(stream)));
+        Engine {
+            framer: Framer::new(input, source.to_string(), start_position, max_batch_size, name_offset),
+            raw: VecDeque::new(),
+            items: VecDeque::new(),
+            structure: if snapshot { Some(Structure::default()) } else { None },
+            finished: false,
+            decode_values,
+        }
+    }
+
+    /// The next item, or None at the end.
+    pub fn next_item(&mut self, py: Python<'_>, st: &State) -> PyResult<Option<Item>> {
+        loop {
+            if let Some(item) = self.items.pop_front() {
+                return Ok(Some(item));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            if self.raw.is_empty() {
+                self.framer.step(&mut self.raw)?;
+            }
+            let raw = match self.raw.pop_front() {
+                Some(r) => r,
+                None => {
+                    if self.framer.done() {
+                        if let Some(s) = &self.structure {
+                            for p in s.finish() {
+                                self.items.push_back(Item::Problem(p));
+                            }
+                        }
+                        self.finished = true;
+                    }
+                    continue;
+                }
+            };
+            let mut fresh = VecDeque::new();
+            match raw {
+                Raw::Problem(p) => fresh.push_back(Item::Problem(p)),
+                Raw::Frame(position, data) => {
+                    let fallback = &st.fallback;
+                    let mut fb = |codec: i64, data: &[u8]| -> PyResult<Result<Vec<u8>, String>> {
+                        let r = fallback.call1(py, (codec, PyBytes::new(py, data)))?;
+                        let (ok, v): (bool, PyObject) = r.extract(py)?;
+                        if ok {
+                            Ok(Ok(v.bind(py).downcast::<PyBytes>()?.as_bytes().to_vec()))
+                        } else {
+                            Ok(Err(v.extract::<String>(py)?))
+                        }
+                    };
+                    let mut ctx = Ctx { schemas: &st.schemas, decode_values: self.decode_values, fallback: &mut fb };
+                    decode::decode_batch(&data, position, &mut ctx, &mut fresh)?;
+                }
+            }
+            for item in fresh {
+                if let Some(s) = &mut self.structure {
+                    let mut p = None;
+                    s.see(&item, &mut p);
+                    if let Some(p) = p {
+                        self.items.push_back(Item::Problem(p));
+                    }
+                }
+                self.items.push_back(item);
+            }
+        }
+    }
+}
+
+/// Iterates `Batch` and `Problem` objects in file order, as `batch.read_batches` does.
+#[pyclass(module = "kraft_replay_native")]
+struct Decoder {
+    engine: Engine,
+    source: Py<PyString>,
+    records_for: Option<Vec<bool>>,
+}
+
+fn selection(records_for: Option<Vec<i64>>) -> Option<Vec<bool>> {
+    records_for.map(|keys| {
+        let mut sel = vec![false; 0x8000];
+        for k in keys {
+            if (0..0x8000).contains(&k) {
+                sel[k as usize] = true;
+            }
+        }
+        sel
+    })
+}
+
+#[pymethods]
+impl Decoder {
+    #[new]
+    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, decode_values, snapshot, records_for))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        stream: PyObject,
+        source: &str,
+        name_offset: Option<i128>,
+        start_position: i64,
+        max_batch_size: i64,
+        decode_values: bool,
+        snapshot: bool,
+        records_for: Option<Vec<i64>>,
+    ) -> PyResult<Decoder> {
+        state(py)?;
+        Ok(Decoder {
+            engine: Engine::new(stream, source, name_offset, start_position, max_batch_size, decode_values, snapshot),
+            source: PyString::new(py, source).unbind(),
+            records_for: selection(records_for),
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let st = state(py)?;
+        match self.engine.next_item(py, st)? {
+            None => Ok(None),
+            Some(Item::Problem(p)) => Ok(Some(st.out.problem(py, &p, &self.source)?)),
+            Some(Item::Batch(b)) => {
+                Ok(Some(st.out.batch(py, &b, &self.source, &st.schemas, self.records_for.as_deref())?))
+            }
+        }
+    }
+}
+
+/// `bytes.decode("utf-8", "replace")` as the columnar output does it (Rust's lossy decoding), for tests.
+#[pyfunction]
+fn lossy_utf8(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).into_owned()
+}
+
+#[pymodule]
+fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(init, m)?)?;
+    m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
+    m.add_class::<Decoder>()?;
+    columns::register(m)?;
+    Ok(())
+}
