@@ -2,7 +2,7 @@
 //! `_decode_records`, `_parse_record`, `_control_key`, `_decode_value`, `SnapshotStructure`), with the same
 //! problems and messages. Offsets computed from header fields are i128: Python's ints do not overflow.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use crate::schema::Schemas;
 use crate::value::{Decoded, StructVal, Value};
@@ -14,7 +14,6 @@ pub const MIN_BATCH_LENGTH: i64 = 14;
 pub const CRC_START: usize = 21;
 pub const CURRENT_MAGIC: u8 = 2;
 pub const MAX_RAW_BYTES: usize = 1024 * 1024;
-pub const RESYNC_WINDOW: usize = 8 * 1024 * 1024;
 const CHUNK: usize = 1024 * 1024;
 
 pub const NOT_A_METADATA_LOG: &str = "not_a_metadata_log";
@@ -154,6 +153,9 @@ pub struct Input {
     buf: Vec<u8>,
     start: usize,
     eof: bool,
+    /// How much more than asked a read takes: nothing until a batch frames (a file that is no log is read no
+    /// further than the search for a batch needs, as `batch.py` reads it), then `CHUNK`.
+    readahead: usize,
     src: Box<dyn Source + Send + Sync>,
 }
 
@@ -161,7 +163,7 @@ type PyRes<T> = Result<T, pyo3::PyErr>;
 
 impl Input {
     pub fn new(src: Box<dyn Source + Send + Sync>) -> Input {
-        Input { buf: Vec::new(), start: 0, eof: false, src }
+        Input { buf: Vec::new(), start: 0, eof: false, readahead: 0, src }
     }
 
     /// Make `n` bytes from the current point available if the source has them; returns how many are.
@@ -171,7 +173,7 @@ impl Input {
                 self.buf.drain(..self.start);
                 self.start = 0;
             }
-            let want = (n - (self.buf.len() - self.start)).max(CHUNK);
+            let want = (n - (self.buf.len() - self.start)).max(self.readahead);
             let data = self.src.read(want)?;
             if data.is_empty() {
                 self.eof = true;
@@ -219,18 +221,28 @@ pub struct Framer {
     source: String,
     pos: i64,
     max: i64,
+    /// `batch.RESYNC_WINDOW`, as the caller's module has it
+    resync_window: usize,
     next_offset: Option<i128>,
     first: bool,
     done: bool,
 }
 
 impl Framer {
-    pub fn new(input: Input, source: String, start_position: i64, max: i64, name_offset: Option<i128>) -> Framer {
+    pub fn new(
+        input: Input,
+        source: String,
+        start_position: i64,
+        max: i64,
+        resync_window: usize,
+        name_offset: Option<i128>,
+    ) -> Framer {
         Framer {
             input,
             source,
             pos: start_position,
             max,
+            resync_window,
             next_offset: if start_position == 0 { name_offset } else { None },
             first: start_position == 0,
             done: false,
@@ -370,7 +382,7 @@ impl Framer {
                         base,
                         blen,
                         magic,
-                        wlen.min(RESYNC_WINDOW)
+                        wlen.min(self.resync_window)
                     ),
                     self.next_offset,
                     raw,
@@ -464,6 +476,7 @@ impl Framer {
             ));
         } else {
             out.push_back(Raw::Frame(self.pos, data));
+            self.input.readahead = CHUNK;
         }
         self.advance(size);
         Ok(true)
@@ -494,7 +507,12 @@ impl Framer {
         if blen >= MIN_BATCH_LENGTH && (left as i64) < size && head[16] == CURRENT_MAGIC {
             out.push_back(self.problem(
                 TRUNCATED_TAIL,
-                format!("Found {} invalid bytes at the end of {} (a batch declaring {} bytes)", left, self.src_name(), size),
+                format!(
+                    "Found {} invalid bytes at the end of {} (a batch declaring {} bytes)",
+                    left,
+                    self.src_name(),
+                    size
+                ),
                 Some(base as i128),
                 raw,
             ));
@@ -532,7 +550,12 @@ impl Framer {
             None => {
                 let raw = self.input.peek(wlen.min(MAX_RAW_BYTES)).to_vec();
                 let left = self.input.count_rest()?;
-                out.push_back(self.problem(kind, format!("{}; the remaining {} bytes are not decoded", why, left), offset, raw));
+                out.push_back(self.problem(
+                    kind,
+                    format!("{}; the remaining {} bytes are not decoded", why, left),
+                    offset,
+                    raw,
+                ));
                 Ok(false)
             }
             Some(found) => {
@@ -557,13 +580,13 @@ impl Framer {
     /// `_look_ahead`: the window (the bytes from here, at least `RESYNC_WINDOW` of them when there are) and the
     /// first place after 0 in it where a valid batch starts. Returns (found, window length).
     fn look_ahead(&mut self, data_len: usize) -> PyRes<(Option<usize>, usize)> {
-        let mut wlen = self.input.ensure(data_len.max(RESYNC_WINDOW))?;
+        let mut wlen = self.input.ensure(data_len.max(self.resync_window))?;
         let found = self.resync(&mut wlen)?;
         Ok((found, wlen))
     }
 
     fn resync(&mut self, wlen: &mut usize) -> PyRes<Option<usize>> {
-        let limit = RESYNC_WINDOW + HEADER_SIZE_UP_TO_MAGIC - 1;
+        let limit = self.resync_window + HEADER_SIZE_UP_TO_MAGIC - 1;
         let mut from = HEADER_SIZE_UP_TO_MAGIC;
         loop {
             let to = limit.min(*wlen);
@@ -630,6 +653,8 @@ impl Framer {
 pub struct Ctx<'a> {
     pub schemas: &'a Schemas,
     pub decode_values: bool,
+    /// `records_for`: the api keys whose metadata records are kept (with every control record); None keeps all.
+    pub records_for: Option<&'a HashSet<u64>>,
     /// Asks Python's `codecs.decompress` when ours fails: its output, or the message of its `CodecError`.
     pub fallback: &'a mut dyn FnMut(i64, &[u8]) -> PyRes<Result<Vec<u8>, String>>,
 }
@@ -908,6 +933,11 @@ fn decode_records(batch: &mut RBatch, ctx: &mut Ctx, out: &mut VecDeque<Item>) {
                         Some(buf[q..body_end].to_vec()),
                     ));
                 }
+                if !wanted(&rec, &buf, control, ctx.records_for) {
+                    p = body_end;
+                    i += 1;
+                    continue;
+                }
                 if control {
                     control_key(&mut rec, &buf, position, &mut problems);
                 }
@@ -937,11 +967,33 @@ fn decode_records(batch: &mut RBatch, ctx: &mut Ctx, out: &mut VecDeque<Item>) {
     }
 }
 
+/// `batch.wanted`: every control record, and a metadata record whose value's frame names one of the api keys
+/// (`peek_frame`, the body not decoded); a null value or an unreadable frame names none.
+fn wanted(rec: &Rec, buf: &[u8], control: bool, records_for: Option<&HashSet<u64>>) -> bool {
+    let keys = match records_for {
+        None => return true,
+        Some(keys) => keys,
+    };
+    if control {
+        return true;
+    }
+    match rec.value {
+        None => false,
+        Some(s) => Schemas::peek_frame(&buf[s.0 as usize..s.1 as usize]).is_some_and(|(_, key, _)| keys.contains(&key)),
+    }
+}
+
 fn span(a: usize, b: usize) -> Span {
     (a as u32, b as u32)
 }
 
-fn parse_record(buf: &[u8], mut p: usize, end: usize, header: &Header, log_append: bool) -> Result<(Rec, usize), RecErr> {
+fn parse_record(
+    buf: &[u8],
+    mut p: usize,
+    end: usize,
+    header: &Header,
+    log_append: bool,
+) -> Result<(Rec, usize), RecErr> {
     if p >= end {
         return Err(RecErr::Overrun(String::new()));
     }
@@ -1169,10 +1221,8 @@ fn describe_unknown_tags(unknown: &[(String, Vec<(u32, usize)>)]) -> String {
     for (path, tags) in unknown {
         let mut tags = tags.clone();
         tags.sort();
-        let listed: Vec<String> = tags
-            .iter()
-            .map(|(t, n)| format!("{} ({} byte{})", t, n, if *n == 1 { "" } else { "s" }))
-            .collect();
+        let listed: Vec<String> =
+            tags.iter().map(|(t, n)| format!("{} ({} byte{})", t, n, if *n == 1 { "" } else { "s" })).collect();
         let listed = listed.join(", ");
         parts.push(if path.is_empty() { listed } else { format!("in {}: {}", path, listed) });
     }
@@ -1184,7 +1234,7 @@ fn describe_unknown_tags(unknown: &[(String, Vec<(u32, usize)>)]) -> String {
 /// `SnapshotStructure` (without `unprinted_ok`, which only dump-log text uses).
 #[derive(Default)]
 pub struct Structure {
-    first: Option<(i64, i64, i128)>, // seen: (position, base offset, last offset)
+    first: Option<(i64, i64, i128)>,            // seen: (position, base offset, last offset)
     last: Option<(i64, i64, i128, bool, bool)>, // (position, base, last offset, control, has footer)
     file_level: bool,
 }

@@ -3,14 +3,14 @@
 //! gives. Used through `replay/kafka/native.py`; `init` hands over the schema table and the model classes.
 
 mod codec;
-mod columns;
 mod decode;
 mod json;
 mod pyout;
+mod rows;
 mod schema;
 mod value;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
@@ -30,13 +30,12 @@ pub struct State {
 static STATE: GILOnceCell<State> = GILOnceCell::new();
 
 pub fn state(py: Python<'_>) -> PyResult<&'static State> {
-    STATE
-        .get(py)
-        .ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("kraft_replay_native.init was not called"))
+    STATE.get(py).ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("kraft_replay_native.init was not called"))
 }
 
 type VersionsArg = (i64, Option<i64>);
-type FieldArg = (String, String, String, bool, VersionsArg, VersionsArg, Option<u32>, VersionsArg, String, Option<usize>);
+type FieldArg =
+    (String, String, String, bool, VersionsArg, VersionsArg, Option<u32>, VersionsArg, String, Option<usize>);
 
 fn versions(v: VersionsArg) -> Versions {
     Versions { lo: v.0, hi: v.1 }
@@ -101,10 +100,8 @@ fn init(
     for n in control_names.values() {
         type_names.insert(n.clone(), PyString::intern(py, n).unbind());
     }
-    let field_names = structs
-        .iter()
-        .map(|fs| fs.iter().map(|f| PyString::intern(py, &f.1).unbind()).collect())
-        .collect();
+    let field_names =
+        structs.iter().map(|fs| fs.iter().map(|f| PyString::intern(py, &f.1).unbind()).collect()).collect();
     let (batch, header, record, problem) = classes;
     let out = PyOut {
         batch: SlotClass::new(&batch, &["header", "records", "source"])?,
@@ -191,6 +188,7 @@ pub struct Engine {
     structure: Option<Structure>,
     finished: bool,
     decode_values: bool,
+    records_for: Option<HashSet<u64>>,
 }
 
 impl Engine {
@@ -200,17 +198,20 @@ impl Engine {
         name_offset: Option<i128>,
         start_position: i64,
         max_batch_size: i64,
+        resync_window: usize,
         decode_values: bool,
         snapshot: bool,
+        records_for: Option<HashSet<u64>>,
     ) -> Engine {
         let input = Input::new(Box::new(PyStream(stream)));
         Engine {
-            framer: Framer::new(input, source.to_string(), start_position, max_batch_size, name_offset),
+            framer: Framer::new(input, source.to_string(), start_position, max_batch_size, resync_window, name_offset),
             raw: VecDeque::new(),
             items: VecDeque::new(),
             structure: if snapshot { Some(Structure::default()) } else { None },
             finished: false,
             decode_values,
+            records_for,
         }
     }
 
@@ -254,7 +255,12 @@ impl Engine {
                             Ok(Err(v.extract::<String>(py)?))
                         }
                     };
-                    let mut ctx = Ctx { schemas: &st.schemas, decode_values: self.decode_values, fallback: &mut fb };
+                    let mut ctx = Ctx {
+                        schemas: &st.schemas,
+                        decode_values: self.decode_values,
+                        records_for: self.records_for.as_ref(),
+                        fallback: &mut fb,
+                    };
                     decode::decode_batch(&data, position, &mut ctx, &mut fresh)?;
                 }
             }
@@ -277,25 +283,17 @@ impl Engine {
 struct Decoder {
     engine: Engine,
     source: Py<PyString>,
-    records_for: Option<Vec<bool>>,
 }
 
-fn selection(records_for: Option<Vec<i64>>) -> Option<Vec<bool>> {
-    records_for.map(|keys| {
-        let mut sel = vec![false; 0x8000];
-        for k in keys {
-            if (0..0x8000).contains(&k) {
-                sel[k as usize] = true;
-            }
-        }
-        sel
-    })
+/// The api keys of `records_for` as the frame's unsigned numbers (a negative key names no record).
+fn selection(records_for: Option<Vec<i64>>) -> Option<HashSet<u64>> {
+    records_for.map(|keys| keys.into_iter().filter(|k| *k >= 0).map(|k| k as u64).collect())
 }
 
 #[pymethods]
 impl Decoder {
     #[new]
-    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, decode_values, snapshot, records_for))]
+    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, decode_values, snapshot, records_for))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -304,15 +302,25 @@ impl Decoder {
         name_offset: Option<i128>,
         start_position: i64,
         max_batch_size: i64,
+        resync_window: usize,
         decode_values: bool,
         snapshot: bool,
         records_for: Option<Vec<i64>>,
     ) -> PyResult<Decoder> {
         state(py)?;
         Ok(Decoder {
-            engine: Engine::new(stream, source, name_offset, start_position, max_batch_size, decode_values, snapshot),
+            engine: Engine::new(
+                stream,
+                source,
+                name_offset,
+                start_position,
+                max_batch_size,
+                resync_window,
+                decode_values,
+                snapshot,
+                selection(records_for),
+            ),
             source: PyString::new(py, source).unbind(),
-            records_for: selection(records_for),
         })
     }
 
@@ -325,9 +333,7 @@ impl Decoder {
         match self.engine.next_item(py, st)? {
             None => Ok(None),
             Some(Item::Problem(p)) => Ok(Some(st.out.problem(py, &p, &self.source)?)),
-            Some(Item::Batch(b)) => {
-                Ok(Some(st.out.batch(py, &b, &self.source, &st.schemas, self.records_for.as_deref())?))
-            }
+            Some(Item::Batch(b)) => Ok(Some(st.out.batch(py, &b, &self.source, &st.schemas)?)),
         }
     }
 }
@@ -340,9 +346,11 @@ fn lossy_utf8(data: &[u8]) -> String {
 
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
+    m.add("API", 4)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
+    m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;
     m.add_class::<Decoder>()?;
-    columns::register(m)?;
     Ok(())
 }

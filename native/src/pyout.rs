@@ -151,14 +151,7 @@ impl PyOut {
         unsafe { self.problem.make(py, &vals) }
     }
 
-    pub fn batch(
-        &self,
-        py: Python<'_>,
-        b: &RBatch,
-        source: &Py<PyString>,
-        schemas: &Schemas,
-        records_for: Option<&[bool]>,
-    ) -> PyResult<PyObject> {
+    pub fn batch(&self, py: Python<'_>, b: &RBatch, source: &Py<PyString>, schemas: &Schemas) -> PyResult<PyObject> {
         let h = &b.header;
         let hvals = [
             int(h.position),
@@ -184,13 +177,6 @@ impl PyOut {
         }
         let list_obj = unsafe { PyObject::from_owned_ptr(py, list) };
         for r in &b.records {
-            if let Some(sel) = records_for {
-                let keep = r.control_type.is_some()
-                    || r.api_key.map_or(false, |k| k >= 0 && (k as usize) < sel.len() && sel[k as usize]);
-                if !keep {
-                    continue;
-                }
-            }
             let rec = self.record(py, b, r, schemas)?;
             if unsafe { ffi::PyList_Append(list, rec.as_ptr()) } != 0 {
                 return Err(PyErr::fetch(py));
@@ -260,7 +246,13 @@ impl PyOut {
         unsafe { self.record.make(py, &vals) }
     }
 
-    fn struct_dict(&self, py: Python<'_>, sv: &StructVal, schemas: &Schemas, nested: bool) -> PyResult<*mut ffi::PyObject> {
+    fn struct_dict(
+        &self,
+        py: Python<'_>,
+        sv: &StructVal,
+        schemas: &Schemas,
+        nested: bool,
+    ) -> PyResult<*mut ffi::PyObject> {
         let dict = PyDict::new(py);
         let names = &self.field_names[sv.sid];
         for (fi, v) in sv.fields.iter().enumerate() {

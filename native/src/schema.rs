@@ -106,10 +106,10 @@ pub struct StructDef {
 /// How one struct is read at one version (`message._Plan`).
 #[derive(Debug)]
 pub struct Plan {
-    pub items: Vec<(usize, bool)>,    // (field index, tagged at this version), declaration order
-    pub tagged: Vec<(u32, usize)>,    // tag -> field index, for the tags valid at this version
-    pub all_tags: Vec<u32>,           // tags any version knows
-    pub nests: bool,                  // a present field holds structs
+    pub items: Vec<(usize, bool)>, // (field index, tagged at this version), declaration order
+    pub tagged: Vec<(u32, usize)>, // tag -> field index, for the tags valid at this version
+    pub all_tags: Vec<u32>,        // tags any version knows
+    pub nests: bool,               // a present field holds structs
 }
 
 pub struct MetaSchema {

@@ -88,10 +88,7 @@ impl<'a> Reader<'a> {
             }
             shift += 7;
         }
-        Err(format!(
-            "Varint is too long, the most significant bit in the 5th byte is set (at byte {})",
-            self.pos
-        ))
+        Err(format!("Varint is too long, the most significant bit in the 5th byte is set (at byte {})", self.pos))
     }
 }
 
@@ -220,11 +217,8 @@ impl Schemas {
         let nfields = self.structs[sid].fields.len();
         let mut fields: Vec<Option<Value>> = vec![None; nfields];
         for &(fi, tagged) in &plan.items {
-            fields[fi] = Some(if tagged {
-                self.default_value(sid, fi, version)
-            } else {
-                self.read_field(r, sid, fi, version)?
-            });
+            fields[fi] =
+                Some(if tagged { self.default_value(sid, fi, version) } else { self.read_field(r, sid, fi, version)? });
         }
         let mut unknown: Vec<(u32, Vec<u8>)> = Vec::new();
         let count = r.uvarint()?;

@@ -467,8 +467,11 @@ def decode_batch(
     data: bytes, position: int = 0, source: str = "", decode_values: bool = True,
     records_for: frozenset[int] | None = None,
 ) -> list[Batch | Problem]:
-    """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header
-    (with only the records `records_for` selects, see `read_batches`)."""
+    """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header.
+
+    `records_for` (api keys): keep only control records and the metadata records of these types (`wanted`); the
+    others are framed (their framing problems are still found) but neither kept nor value-decoded.
+    """
     problems: list[Batch | Problem] = []
     if len(data) < RECORD_BATCH_OVERHEAD:
         offset = _OFFSET.unpack_from(data)[0] if len(data) >= 8 else None
@@ -505,13 +508,26 @@ def decode_batch(
                                 f"{header.codec_name} records area does not decompress: {e}; records not decoded",
                                 source, position, header.base_offset, bytes(view)))
         return [*problems, batch]
-    _decode_records(batch, records_area, problems, decode_values)
-    if records_for is not None:
-        batch.records = [r for r in batch.records if r.control_type is not None or r.api_key in records_for]
+    _decode_records(batch, records_area, problems, decode_values, records_for)
     return [*problems, batch]
 
 
-def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], decode_values: bool) -> None:
+def wanted(record: Record, control: bool, records_for: frozenset[int] | None) -> bool:
+    """Whether `records_for` keeps a record: every control record, and a metadata record whose value's frame names
+    one of its api keys (`peek_frame`, without decoding the body). A null value or a frame that cannot be read
+    names none. Without `records_for` every record is kept."""
+    if records_for is None or control:
+        return True
+    if record.value is None:
+        return False
+    try:
+        return peek_frame(record.value)[1] in records_for
+    except MessageError:
+        return False
+
+
+def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], decode_values: bool,
+                    records_for: frozenset[int] | None = None) -> None:
     header = batch.header
     source, position = batch.source, header.position
     uncompressed = header.codec == 0
@@ -577,6 +593,10 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
             problems.append(Problem(ProblemKind.TRAILING_BYTES,
                                     f"{body_end - q} bytes left after the body of record #{i} at {where(start)}",
                                     source, position, record.offset, bytes(buf[q:body_end])))
+        if not wanted(record, control, records_for):
+            p = body_end
+            i += 1
+            continue
         if control:
             _control_key(record, problems, source, position)
         if decode_values:
@@ -811,28 +831,25 @@ def read_batches(
 ) -> Iterator[Batch | Problem]:
     """Decode a stream of batches into `Batch` and `Problem` items in file order, one batch in memory at a time.
 
+    `records_for`: see `decode_batch` (each batch keeps its header as read, with its `records_count`).
+
     `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
     `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
-    `DecodeError` instead of being yielded. `records_for` (api keys): each `Batch.records` holds only control
-    records and metadata records whose api key is in the set; headers (`records_count` too) and problems are those
-    of a full decode. Decodes through the compiled extension when it is installed (`native.enabled`).
+    `DecodeError` instead of being yielded. Decodes through the compiled extension when it is installed
+    (`native.enabled`); the items are the same.
     """
     from . import native
 
     if native.enabled():
         items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
                                     max_batch_size=max_batch_size, snapshot=snapshot, records_for=records_for)
-        return _strict(items) if strict else items
-    items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source, decode_values,
-                           records_for)
-    if snapshot:
-        items = check_snapshot(items, source)
-    return _strict(items) if strict else items
-
-
-def _strict(items: Iterable[Batch | Problem]) -> Iterator[Batch | Problem]:
+    else:
+        items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source,
+                               decode_values, records_for)
+        if snapshot:
+            items = check_snapshot(items, source)
     for item in items:
-        if isinstance(item, Problem):
+        if strict and isinstance(item, Problem):
             raise DecodeError(item)
         yield item
 

@@ -12,6 +12,7 @@ and the model classes, whose slots it fills directly. Where a records area does 
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -24,15 +25,22 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
+API = 4  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
-_ext: Any
-try:
-    import kraft_replay_native as _ext
-except ImportError:  # not built here: the pure-Python decoder is used
-    _ext = None
-    IMPORT_ERROR: str | None = "the kraft_replay_native extension is not installed"
-else:
-    IMPORT_ERROR = None
+
+def _load() -> tuple[Any, str | None]:
+    """The extension module, or None and why it is not used (not built, or built from other sources)."""
+    try:
+        ext = importlib.import_module("kraft_replay_native")
+    except ImportError:  # not built here: the pure-Python decoder is used
+        return None, "the kraft_replay_native extension is not installed"
+    if getattr(ext, "API", None) != API:
+        return None, (f"the installed kraft_replay_native (API {getattr(ext, 'API', None)}) was built from other "
+                      f"sources than this checkout (API {API}); rebuild it")
+    return ext, None
+
+
+_ext, IMPORT_ERROR = _load()
 
 
 def installed() -> bool:
@@ -106,7 +114,21 @@ def read_batches(
     snapshot: bool = False,
     records_for: frozenset[int] | None = None,
 ) -> Iterator[Batch | Problem]:
-    """`batch.read_batches` (without `strict`, which the caller applies) through the extension."""
+    """`batch.read_batches` (without `strict`, which the caller applies) through the extension, with the batch
+    module's `RESYNC_WINDOW` as it is at the call."""
+    from . import batch
+
     name_offset = first_offset_from_name(source) if start_position == 0 else None
-    return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, decode_values, snapshot,
-                             None if records_for is None else sorted(records_for)))
+    return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, batch.RESYNC_WINDOW,
+                             decode_values, snapshot, None if records_for is None else sorted(records_for)))
+
+
+def record_extras(records: list[Record]) -> list[tuple[str | None, str | None]] | None:
+    """For the ingest's rows: each record's payload JSON (`kafkajson.payload_json` / `control_json` of its decoded
+    value) and content hash (`ingest.record_hash`), computed in the extension; an item is None where the Python
+    function must be asked (no decoded value, transaction markers, an offset outside int64). None when decoding
+    does not go through the extension (`enabled`)."""
+    if not enabled():
+        return None
+    extras: list[tuple[str | None, str | None]] = _ext.record_extras(records)
+    return extras
