@@ -2,9 +2,9 @@
 //! `_decode_records`, `_parse_record`, `_control_key`, `_decode_value`, `SnapshotStructure`), with the same
 //! problems and messages. Offsets computed from header fields are i128: Python's ints do not overflow.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 
-use crate::schema::Schemas;
+use crate::schema::{HashSet, Schemas};
 use crate::value::{Decoded, StructVal, Value};
 
 pub const LOG_OVERHEAD: i64 = 12;

@@ -10,7 +10,7 @@ mod rows;
 mod schema;
 mod value;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
@@ -18,7 +18,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyString, PyType};
 
 use decode::{Ctx, Framer, Input, Item, Raw, Source, Structure};
 use pyout::{PyOut, SlotClass};
-use schema::{ControlSchema, FieldDef, Kind, MetaSchema, Schemas, StructDef, Versions};
+use schema::{ControlSchema, FieldDef, HashMap, HashSet, Kind, MetaSchema, Schemas, StructDef, Versions};
 
 pub struct State {
     pub schemas: Schemas,
@@ -87,13 +87,13 @@ fn init(
         }
         defs.push(StructDef { fields: fs });
     }
-    let mut meta = HashMap::new();
-    let mut type_names = HashMap::new();
+    let mut meta = HashMap::default();
+    let mut type_names = HashMap::default();
     for (api_key, name, type_name, lo, hi, sid) in metadata {
         type_names.insert(type_name.clone(), PyString::intern(py, &type_name).unbind());
         meta.insert(api_key, MetaSchema { name, type_name, valid: Versions { lo, hi }, struct_id: sid });
     }
-    let mut ctl = HashMap::new();
+    let mut ctl = HashMap::default();
     for (ct, name, sid) in control {
         ctl.insert(ct, ControlSchema { name, struct_id: sid });
     }

@@ -2,15 +2,13 @@
 //! The dataclasses use `__slots__`: instances are allocated with the type's `tp_alloc` and their slots filled
 //! directly (what `object.__setattr__` does, without a call per field), so `__init__` is not run.
 
-use std::collections::HashMap;
-
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple, PyType};
 
 use crate::decode::{Prob, RBatch, Rec};
 use crate::json::uuid_text;
-use crate::schema::Schemas;
+use crate::schema::{HashMap, Schemas};
 use crate::value::{StructVal, Value};
 
 #[repr(C)]

@@ -1,7 +1,51 @@
 //! The schema table, handed over from `replay/kafka/schemas.py` at `init` (one source of truth for the schemas),
 //! and the decode plans built from it: per struct and version, which fields are read in order, which are tagged.
 
-use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The maps of the hot path (plans, schemas, type names) hash small keys of our own tables: a multiply-rotate
+/// hash (as rustc's FxHash) instead of SipHash, whose resistance to chosen keys is not needed here.
+pub type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<FxHasher>>;
+
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        for b in chunks.remainder() {
+            self.add(*b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
 
 /// An inclusive version range; `hi == None` is open-ended (Kafka's `"0+"`), `lo > hi` is empty (`"none"`).
 #[derive(Clone, Copy, Debug)]
@@ -139,7 +183,7 @@ impl Schemas {
         control: HashMap<i64, ControlSchema>,
         control_names: HashMap<i64, String>,
     ) -> Schemas {
-        let mut s = Schemas { structs, metadata, control, control_names, plans: HashMap::new() };
+        let mut s = Schemas { structs, metadata, control, control_names, plans: HashMap::default() };
         let mut roots: Vec<(usize, i64)> = Vec::new();
         for m in s.metadata.values() {
             let hi = m.valid.hi.unwrap_or(m.valid.lo);
