@@ -3,7 +3,8 @@
 It gives exactly what the pure-Python reference gives, item for item: the same `Batch`, `BatchHeader`, `Record`
 and `Problem` objects (kind, message, file, position, offset, raw), only faster. `batch.read_batches` uses it when
 it is installed (`pip install ./native`, which `make setup` runs); the reference is used where it is not, and
-everywhere when `KRAFT_REPLAY_PURE_PYTHON=1` is set (the differential tests set it to compare the two).
+everywhere when `KRAFT_REPLAY_PURE_PYTHON=1` is set in the process's environment (the differential tests set it
+and `refresh` to compare the two).
 
 The extension gets the schema table of `schemas.py` at import (`_init`), so value decoding follows the one table,
 and the model classes, whose slots it fills directly. Where a records area does not decompress, it asks
@@ -48,9 +49,24 @@ def installed() -> bool:
     return _ext is not None
 
 
+def _pure_python_asked() -> bool:
+    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_pure_asked = _pure_python_asked()
+
+
+def refresh() -> None:
+    """Read `KRAFT_REPLAY_PURE_PYTHON` again. It is read once, at import: `enabled` is asked for every batch the
+    ingest turns into rows, and reading the environment costs about 2 µs (more than decoding a NoOp batch)."""
+    global _pure_asked
+    _pure_asked = _pure_python_asked()
+
+
 def enabled() -> bool:
-    """Whether decoding goes through the extension: installed, and `KRAFT_REPLAY_PURE_PYTHON` is not set."""
-    return _ext is not None and os.environ.get(PURE_PYTHON_ENV, "").strip().lower() not in ("1", "true", "yes", "on")
+    """Whether decoding goes through the extension: installed, and `KRAFT_REPLAY_PURE_PYTHON` was not set (to 1,
+    true, yes or on) when this module was imported or last `refresh`ed."""
+    return _ext is not None and not _pure_asked
 
 
 def _versions(v: Versions) -> tuple[int, int | None]:

@@ -532,6 +532,7 @@ def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]
     from replay.kafka.acl import AclBinding
 
     h = batch.header
+    codec, append_time = h.codec_name, batch.append_time  # per batch, not per record
     extras = native.record_extras(batch.records)  # payload JSON and hash from the compiled decoder, where in use
     for index, rec in enumerate(batch.records):
         payload, digest = extras[index] if extras is not None else (None, None)
@@ -544,9 +545,9 @@ def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]
             offset=rec.offset,
             record_index=index,
             leader_epoch=h.partition_leader_epoch,
-            append_time=batch.append_time,
+            append_time=append_time,
             record_timestamp=rec.timestamp,
-            codec=h.codec_name,
+            codec=codec,
             crc_ok=h.crc_ok,
             is_control=rec.is_control,
             control_type=(CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None),

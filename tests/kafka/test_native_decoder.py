@@ -50,6 +50,7 @@ def _needs_extension() -> None:
 def _pure(on: bool) -> Iterator[None]:
     old = os.environ.get(native.PURE_PYTHON_ENV)
     os.environ[native.PURE_PYTHON_ENV] = "1" if on else "0"
+    native.refresh()
     try:
         yield
     finally:
@@ -57,6 +58,7 @@ def _pure(on: bool) -> Iterator[None]:
             del os.environ[native.PURE_PYTHON_ENV]
         else:
             os.environ[native.PURE_PYTHON_ENV] = old
+        native.refresh()
 
 
 def _items(data: bytes, source: str, pure: bool, **options: Any) -> list[Batch | Problem] | DecodeError:
