@@ -13,9 +13,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 $(NATIVE_STAMP): native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
-	@if command -v cargo >/dev/null; then $(PYTHON) -m pip install --quiet ./native; \
+	@if command -v cargo >/dev/null; then $(PYTHON) -m pip install --quiet ./native && touch $@; \
 	else echo "note: cargo not found: the compiled decoder (native/) is not built, the pure-Python one is used"; fi
-	touch $(NATIVE_STAMP)
 
 setup: $(STAMP) $(NATIVE_STAMP)
 
