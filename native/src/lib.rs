@@ -283,6 +283,7 @@ impl Engine {
 struct Decoder {
     engine: Engine,
     source: Py<PyString>,
+    failed: bool,
 }
 
 /// The api keys of `records_for` as the frame's unsigned numbers (a negative key names no record).
@@ -321,6 +322,7 @@ impl Decoder {
                 selection(records_for),
             ),
             source: PyString::new(py, source).unbind(),
+            failed: false,
         })
     }
 
@@ -328,17 +330,34 @@ impl Decoder {
         slf
     }
 
+    /// A panic (a bug here) becomes a `RuntimeError`, which callers catch as they catch the reference's bugs (the
+    /// ingest reports the file as unreadable from that point); the decoder then ends.
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let st = state(py)?;
-        match self.engine.next_item(py, st)? {
-            None => Ok(None),
-            Some(Item::Problem(p)) => Ok(Some(st.out.problem(py, &p, &self.source)?)),
-            Some(Item::Batch(b)) => Ok(Some(st.out.batch(py, &b, &self.source, &st.schemas)?)),
+        if self.failed {
+            return Ok(None);
         }
+        let st = state(py)?;
+        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> PyResult<Option<PyObject>> {
+            match self.engine.next_item(py, st)? {
+                None => Ok(None),
+                Some(Item::Problem(p)) => Ok(Some(st.out.problem(py, &p, &self.source)?)),
+                Some(Item::Batch(b)) => Ok(Some(st.out.batch(py, &b, &self.source, &st.schemas)?)),
+            }
+        }));
+        step.unwrap_or_else(|panic| {
+            self.failed = true;
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(pyo3::exceptions::PyRuntimeError::new_err(format!("kraft_replay_native failed: {}", why)))
+        })
     }
 }
 
-/// `bytes.decode("utf-8", "replace")` as the columnar output does it (Rust's lossy decoding), for tests.
+/// `bytes.decode("utf-8", "replace")` as the payload JSON of `record_extras` does it (Rust's lossy decoding), for
+/// tests.
 #[pyfunction]
 fn lossy_utf8(data: &[u8]) -> String {
     String::from_utf8_lossy(data).into_owned()

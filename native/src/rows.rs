@@ -66,8 +66,14 @@ fn bytes_attr<'py>(obj: &Bound<'py, PyAny>, name: &Bound<'py, pyo3::types::PyStr
 
 /// For each of `records` (the model's `Record` objects, as a decoder gave them): (payload JSON, content hash),
 /// either None where the caller's Python functions must be asked (see `payload_json`; an offset outside int64).
+/// A panic (a bug here) becomes a `RuntimeError`, as in `Decoder`.
 #[pyfunction]
 pub fn record_extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<String>)>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extras(py, records)))
+        .unwrap_or_else(|_| Err(pyo3::exceptions::PyRuntimeError::new_err("kraft_replay_native.record_extras failed")))
+}
+
+fn extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<String>)>> {
     let st = crate::state(py)?;
     let mut out = Vec::with_capacity(records.len());
     for rec in records.iter() {

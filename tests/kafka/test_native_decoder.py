@@ -383,11 +383,16 @@ def test_bad_inputs_of_the_decoder_tests() -> None:
 
 
 def test_fuzzed_corpus() -> None:
-    """A few thousand seeded mutations of valid files (every codec), and batches with broken values."""
+    """A few thousand seeded mutations of valid files (written here in every codec, and the samples Kafka wrote),
+    and batches with broken values."""
     rng = random.Random(20251125)
     bases = [random_segment(random.Random(s), rng.randint(2, 5)) for s in range(40)]
     bases += [writer.snapshot_bytes([random_record(random.Random(s), False) for _ in range(5)], 1, 5, batch_size=2,
                                     codec=CODECS[s % 5]) for s in range(10)]
+    for path in sample_files():
+        if path.endswith((".log", ".checkpoint")):
+            with open(path, "rb") as f:
+                bases.append(f.read())
     for i in range(2500):
         data = mutate(rng, rng.choice(bases))
         if i % 3 == 0:
@@ -435,3 +440,16 @@ def test_lossy_utf8_matches_python() -> None:
         raw = bytes(rng.choice([0x41, 0x80, 0xBF, 0xC0, 0xC3, 0xE0, 0xED, 0xA0, 0xF0, 0xF4, 0x90, 0xFF, 0x9F])
                     for _ in range(rng.randint(0, 8)))
         assert ext.lossy_utf8(raw) == raw.decode("utf-8", "replace"), raw
+
+
+def test_an_extension_built_from_other_sources_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed extension whose `API` differs from `native.API` (a wheel built from an older checkout) would
+    be called with arguments it does not take: it is not used, and the reason names the rebuild."""
+    import importlib
+    import types
+
+    stale = types.ModuleType("kraft_replay_native")
+    vars(stale)["API"] = native.API - 1
+    monkeypatch.setattr(importlib, "import_module", lambda name: stale)
+    ext, why = native._load()
+    assert ext is None and why is not None and "rebuild" in why and f"API {native.API - 1}" in why
