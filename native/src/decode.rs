@@ -143,9 +143,10 @@ fn offset_after(data: &[u8]) -> Option<i128> {
 
 // ---- input ------------------------------------------------------------------------------------------------------
 
-/// Where the bytes come from: `read(n)` gives up to n bytes, fewer only at the end (empty at the end).
+/// Where the bytes come from: `read_into(n, out)` appends up to n bytes to `out` and says how many, fewer only
+/// at the end (none at the end).
 pub trait Source {
-    fn read(&mut self, n: usize) -> Result<Vec<u8>, pyo3::PyErr>;
+    fn read_into(&mut self, n: usize, out: &mut Vec<u8>) -> Result<usize, pyo3::PyErr>;
 }
 
 /// A read-ahead buffer over a `Source`: the framer peeks at bytes from its position and consumes them.
@@ -174,11 +175,8 @@ impl Input {
                 self.start = 0;
             }
             let want = (n - (self.buf.len() - self.start)).max(self.readahead);
-            let data = self.src.read(want)?;
-            if data.is_empty() {
+            if self.src.read_into(want, &mut self.buf)? == 0 {
                 self.eof = true;
-            } else {
-                self.buf.extend_from_slice(&data);
             }
         }
         Ok((self.buf.len() - self.start).min(n))
@@ -199,11 +197,12 @@ impl Input {
         self.buf.clear();
         self.start = 0;
         while !self.eof {
-            let data = self.src.read(CHUNK)?;
-            if data.is_empty() {
+            let n = self.src.read_into(CHUNK, &mut self.buf)?;
+            self.buf.clear();
+            if n == 0 {
                 self.eof = true;
             }
-            count += data.len();
+            count += n;
         }
         Ok(count)
     }

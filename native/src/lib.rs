@@ -161,21 +161,26 @@ fn init(
 struct PyStream(PyObject);
 
 impl Source for PyStream {
-    fn read(&mut self, n: usize) -> PyResult<Vec<u8>> {
+    fn read_into(&mut self, n: usize, out: &mut Vec<u8>) -> PyResult<usize> {
         Python::with_gil(|py| {
             let r = self.0.call_method1(py, "read", (n,))?;
             let r = r.bind(py);
             if r.is_none() {
-                return Ok(Vec::new());
+                return Ok(0);
             }
             if let Ok(b) = r.downcast::<PyBytes>() {
-                return Ok(b.as_bytes().to_vec());
+                out.extend_from_slice(b.as_bytes());
+                return Ok(b.as_bytes().len());
             }
             if let Ok(b) = r.downcast::<PyByteArray>() {
-                return Ok(b.to_vec());
+                let v = b.to_vec();
+                out.extend_from_slice(&v);
+                return Ok(v.len());
             }
             let b = py.get_type::<PyBytes>().call1((r,))?;
-            Ok(b.downcast::<PyBytes>()?.as_bytes().to_vec())
+            let b = b.downcast::<PyBytes>()?.as_bytes();
+            out.extend_from_slice(b);
+            Ok(b.len())
         })
     }
 }
