@@ -464,9 +464,14 @@ def parse_header(data: bytes, position: int = 0, crc_ok: bool | None = None) -> 
 
 
 def decode_batch(
-    data: bytes, position: int = 0, source: str = "", decode_values: bool = True
+    data: bytes, position: int = 0, source: str = "", decode_values: bool = True,
+    records_for: frozenset[int] | None = None,
 ) -> list[Batch | Problem]:
-    """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header."""
+    """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header.
+
+    `records_for` (api keys): keep only control records and the metadata records of these types (`wanted`); the
+    others are framed (their framing problems are still found) but neither kept nor value-decoded.
+    """
     problems: list[Batch | Problem] = []
     if len(data) < RECORD_BATCH_OVERHEAD:
         offset = _OFFSET.unpack_from(data)[0] if len(data) >= 8 else None
@@ -503,11 +508,26 @@ def decode_batch(
                                 f"{header.codec_name} records area does not decompress: {e}; records not decoded",
                                 source, position, header.base_offset, bytes(view)))
         return [*problems, batch]
-    _decode_records(batch, records_area, problems, decode_values)
+    _decode_records(batch, records_area, problems, decode_values, records_for)
     return [*problems, batch]
 
 
-def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], decode_values: bool) -> None:
+def wanted(record: Record, control: bool, records_for: frozenset[int] | None) -> bool:
+    """Whether `records_for` keeps a record: every control record, and a metadata record whose value's frame names
+    one of its api keys (`peek_frame`, without decoding the body). A null value or a frame that cannot be read
+    names none. Without `records_for` every record is kept."""
+    if records_for is None or control:
+        return True
+    if record.value is None:
+        return False
+    try:
+        return peek_frame(record.value)[1] in records_for
+    except MessageError:
+        return False
+
+
+def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], decode_values: bool,
+                    records_for: frozenset[int] | None = None) -> None:
     header = batch.header
     source, position = batch.source, header.position
     uncompressed = header.codec == 0
@@ -573,6 +593,10 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
             problems.append(Problem(ProblemKind.TRAILING_BYTES,
                                     f"{body_end - q} bytes left after the body of record #{i} at {where(start)}",
                                     source, position, record.offset, bytes(buf[q:body_end])))
+        if not wanted(record, control, records_for):
+            p = body_end
+            i += 1
+            continue
         if control:
             _control_key(record, problems, source, position)
         if decode_values:
@@ -803,28 +827,40 @@ def read_batches(
     decode_values: bool = True,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     snapshot: bool = False,
+    records_for: frozenset[int] | None = None,
 ) -> Iterator[Batch | Problem]:
     """Decode a stream of batches into `Batch` and `Problem` items in file order, one batch in memory at a time.
 
+    `records_for`: see `decode_batch` (each batch keeps its header as read, with its `records_count`).
+
     `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
     `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
-    `DecodeError` instead of being yielded.
+    `DecodeError` instead of being yielded. Decodes through the compiled extension when it is installed
+    (`native.enabled`); the items are the same.
     """
-    items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source, decode_values)
-    if snapshot:
-        items = check_snapshot(items, source)
+    from . import native
+
+    if native.enabled():
+        items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
+                                    max_batch_size=max_batch_size, snapshot=snapshot, records_for=records_for)
+    else:
+        items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source,
+                               decode_values, records_for)
+        if snapshot:
+            items = check_snapshot(items, source)
     for item in items:
         if strict and isinstance(item, Problem):
             raise DecodeError(item)
         yield item
 
 
-def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool) -> Iterator[Batch | Problem]:
+def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool,
+                   records_for: frozenset[int] | None = None) -> Iterator[Batch | Problem]:
     for frame in frames:
         if isinstance(frame, Problem):
             yield frame
         else:
-            yield from decode_batch(frame.data, frame.position, source, decode_values)
+            yield from decode_batch(frame.data, frame.position, source, decode_values, records_for)
 
 
 def read_file(path: str, strict: bool = False, *, snapshot: bool | None = None,

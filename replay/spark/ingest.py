@@ -533,10 +533,14 @@ def _arrow_type(t: DataType) -> Any:
 
 
 def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    from replay.kafka import native
     from replay.kafka.acl import AclBinding
 
     h = batch.header
+    codec, append_time = h.codec_name, batch.append_time  # per batch, not per record
+    extras = native.record_extras(batch.records)  # payload JSON and hash from the compiled decoder, where in use
     for index, rec in enumerate(batch.records):
+        payload, digest = extras[index] if extras is not None else (None, None)
         row = dict(base)
         row.update(
             row_type="R",
@@ -546,20 +550,20 @@ def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]
             offset=rec.offset,
             record_index=index,
             leader_epoch=h.partition_leader_epoch,
-            append_time=batch.append_time,
+            append_time=append_time,
             record_timestamp=rec.timestamp,
-            codec=h.codec_name,
+            codec=codec,
             crc_ok=h.crc_ok,
             is_control=rec.is_control,
             control_type=(CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None),
             api_key=rec.api_key,
             record_version=rec.version,
             record_type=rec.type_name,
-            payload_json=_payload_json(rec),
+            payload_json=payload if payload is not None else _payload_json(rec),
             raw_key=rec.key,
             raw_value=rec.value,
             decode_error=rec.error,
-            content_hash=record_hash(rec.offset, rec.key, rec.value),
+            content_hash=digest if digest is not None else record_hash(rec.offset, rec.key, rec.value),
         )
         if not rec.is_control and rec.data is not None and rec.api_key in (ACL_ENTRY_API_KEY, ACL_REMOVE_API_KEY):
             row["acl_id"] = str(rec.data.get("id"))
