@@ -371,7 +371,7 @@ fn lossy_utf8(data: &[u8]) -> String {
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
-    m.add("API", 4)?;
+    m.add("API", 5)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;

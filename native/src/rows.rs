@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 
 use crate::schema::Schemas;
 
-const HEX: &[u8; 16] = b"0123456789abcdef";
+/// `ingest.IDENTITY_BYTES`: the identity is the first 16 bytes of the sha256.
+const IDENTITY_BYTES: usize = 16;
 
 /// `ingest._part`: a length-prefixed part of the hash input, -1 for null.
 fn part(h: &mut Sha256, data: Option<&[u8]>) {
@@ -22,19 +23,16 @@ fn part(h: &mut Sha256, data: Option<&[u8]>) {
     }
 }
 
-/// `ingest.record_hash`: hex sha256 of the offset, key and value.
-pub fn record_hash(offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> String {
+/// `ingest.record_hash`: sha256 of the offset, key and value, its first 16 bytes.
+pub fn record_hash(offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> [u8; IDENTITY_BYTES] {
     let mut h = Sha256::new();
     h.update(b"kraft-record\x00");
     h.update(offset.to_be_bytes());
     part(&mut h, key);
     part(&mut h, value);
     let digest = h.finalize();
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(HEX[(b >> 4) as usize] as char);
-        out.push(HEX[(b & 15) as usize] as char);
-    }
+    let mut out = [0u8; IDENTITY_BYTES];
+    out.copy_from_slice(&digest[..IDENTITY_BYTES]);
     out
 }
 
@@ -68,19 +66,19 @@ fn bytes_attr<'py>(obj: &Bound<'py, PyAny>, name: &Bound<'py, pyo3::types::PyStr
 /// either None where the caller's Python functions must be asked (see `payload_json`; an offset outside int64).
 /// A panic (a bug here) becomes a `RuntimeError`, as in `Decoder`.
 #[pyfunction]
-pub fn record_extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<String>)>> {
+pub fn record_extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<Py<PyBytes>>)>> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extras(py, records)))
         .unwrap_or_else(|_| Err(pyo3::exceptions::PyRuntimeError::new_err("kraft_replay_native.record_extras failed")))
 }
 
-fn extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<String>)>> {
+fn extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<Py<PyBytes>>)>> {
     let st = crate::state(py)?;
     let mut out = Vec::with_capacity(records.len());
     for rec in records.iter() {
         let key = bytes_attr(&rec, intern!(py, "key"))?;
         let value = bytes_attr(&rec, intern!(py, "value"))?;
         let offset: Option<i64> = rec.getattr(intern!(py, "offset"))?.extract().ok();
-        let hash = offset.map(|o| record_hash(o, key.as_deref(), value.as_deref()));
+        let hash = offset.map(|o| PyBytes::new(py, &record_hash(o, key.as_deref(), value.as_deref())).unbind());
         let payload = if rec.getattr(intern!(py, "data"))?.is_none() {
             None
         } else {

@@ -26,7 +26,7 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
-API = 4  # the extension's `API`: an extension built from other sources (older or newer) is not used
+API = 5  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
 
 def _load() -> tuple[Any, str | None]:
@@ -139,12 +139,12 @@ def read_batches(
                              decode_values, snapshot, None if records_for is None else sorted(records_for)))
 
 
-def record_extras(records: list[Record]) -> list[tuple[str | None, str | None]] | None:
+def record_extras(records: list[Record]) -> list[tuple[str | None, bytes | None]] | None:
     """For the ingest's rows: each record's payload JSON (`kafkajson.payload_json` / `control_json` of its decoded
     value) and content hash (`ingest.record_hash`), computed in the extension; an item is None where the Python
     function must be asked (no decoded value, transaction markers, an offset outside int64). None when decoding
     does not go through the extension (`enabled`)."""
     if not enabled():
         return None
-    extras: list[tuple[str | None, str | None]] = _ext.record_extras(records)
+    extras: list[tuple[str | None, bytes | None]] = _ext.record_extras(records)
     return extras
