@@ -1,33 +1,48 @@
 # The two commands a new user runs (see README.md): `make demo` and `make test`.
-# Both install what a fresh machine needs first: the Python packages and the jars (through mvn).
+# Both install what a fresh machine needs first: the Python packages, the jars (through mvn) and the compiled
+# decoder (native/, through maturin and cargo; without cargo the pure-Python decoder is used).
 PYTHON ?= python3
 STAMP := .venv-stamp
+NATIVE_STAMP := .native-stamp
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint bench bench-pipeline clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
 	$(PYTHON) -m replay.maven
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(NATIVE_STAMP): native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
+	@if command -v cargo >/dev/null; then $(PYTHON) -m pip install --quiet ./native && touch $@; \
+	else echo "note: cargo not found: the compiled decoder (native/) is not built, the pure-Python one is used"; fi
 
-demo: $(STAMP)
+setup: $(STAMP) $(NATIVE_STAMP)
+
+demo: setup
 	kraft-replay demo
 
-test: $(STAMP)
-	$(PYTHON) -m pytest
+# test-fast leaves out the slow parts, each under its own mark (registered in pyproject.toml).
+FAST := not kafka and not cluster and not property and not differential and not second_jvm and not slow
 
-test-fast: $(STAMP)
-	$(PYTHON) -m pytest -m 'not kafka and not cluster and not slow'
+test: setup
+	$(PYTHON) -m pytest --durations=25
+
+test-fast: setup
+	$(PYTHON) -m pytest --durations=25 -m '$(FAST)'
 
 lint: $(STAMP)
 	ruff check replay tests bench
 	mypy
 
-bench: $(STAMP)
+bench: setup
 	$(PYTHON) -m bench.bench_ingest
 	$(PYTHON) -m bench.bench_authorize
 
+# The pipeline on realistic logs next to Kafka's DumpLogSegments (bench/README.md); e.g. SIZES=250k,1m,2m,10m
+SIZES ?= 250k
+CODECS ?= none
+bench-pipeline: setup
+	$(PYTHON) -m bench.bench_pipeline --sizes $(SIZES) --codecs $(CODECS)
+
 clean:
-	rm -rf $(STAMP) lakehouse demo-output spark-warehouse
+	rm -rf $(STAMP) $(NATIVE_STAMP) lakehouse demo-output spark-warehouse

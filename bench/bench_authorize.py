@@ -11,7 +11,7 @@ JVM forks from its own threads -- found by walking /proc/<pid>/task/*/children r
 separately for each phase, plus the JVM's VmHWM and heap pools' peak.
 
 Then (unless --no-kafka) Kafka 4.3.1's own StandardAuthorizer answers the same questions in the same run, through
-the Java oracle of the differential test (`replay.harness.oracle`): the ACL lifetimes are replayed into it in offset
+the Java oracle of the differential test (`tests.harness.oracle`): the ACL lifetimes are replayed into it in offset
 order (addAcl at `valid_from_offset`, removeAcl at `valid_to_offset`, i.e. one state the history allows) and
 every access tuple is asked at its `as_of_offset`, streamed from the decisions (sorted; never collected). Printed:
 Kafka's wall time and peak tree memory for that phase, and how many of our *certain* decisions it confirms
@@ -143,8 +143,8 @@ def _events(history: DataFrame) -> Iterator[tuple[int, int, Any]]:
 def compare_with_kafka(spark: SparkSession, root: str, super_users: str, chunk: int = 20_000) -> dict[str, Any]:
     """Replay the history into Kafka's StandardAuthorizer (oracle JVM) and ask it every decided question at its
     as_of_offset; count agreement with our certain decisions. Streams both sides; nothing is collected."""
-    from replay.harness.oracle import AuthorizerOracle, acl_command, authorize_command
     from replay.kafka.acl import AclBinding
+    from tests.harness.oracle import AuthorizerOracle, acl_command, authorize_command
 
     history = spark.read.parquet(os.path.join(root, "acl_history"))
     decided = (spark.read.parquet(os.path.join(root, "decisions")).where(F.col("as_of_offset").isNotNull())

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"kraft-replay replay --full of the same ({records + tail:,} records): {secs_f:,.1f} s, "
               f"peak RSS {peak_f}, exit {rc_f}")
 
-        from replay.harness import jvm
+        from tests.harness import jvm
 
         kafka = [jvm.java(), "-Xmx1g", "-cp", jvm.kafka_classpath(), "org.apache.kafka.tools.DumpLogSegments",
                  "--cluster-metadata-decoder", "--files", ",".join(map(str, paths))]

@@ -64,16 +64,16 @@ dbutils = nb.dbutils_handle(globals(), spark)
 if nb.on_databricks() and _replay_from_path is not None:
     # The executors decode the files, so they need the package too: ship the checkout as a zip (classic clusters).
     try:
-        from replay.spark.session import _ship_package
+        from replay.spark.session import ship_package
 
-        _ship_package(spark)
+        ship_package(spark)
     except Exception as err:  # serverless and shared clusters have no SparkContext: install the wheel instead
         print(f"could not ship the replay package to the executors ({err}); install the wheel on the cluster")
 
 if nb.on_databricks():
     default_dump, default_lake = "/Volumes/main/kafka_audit/dumps/cluster-a", "main.kafka_audit"
 else:
-    from replay.demo import default_data_dir, featured_cluster, sample_dirs
+    from replay.kafka.samples import default_data_dir, featured_cluster, sample_dirs
 
     _data = default_data_dir()
     _samples = sample_dirs(_data) if _data else []
@@ -155,10 +155,10 @@ print(f"{quarantined} undecodable piece(s) in quarantine for {cluster}")
 
 # COMMAND ----------
 
-from replay.cli import format_time
-from replay.demo import pick_moment
 from replay.kafka.listing import render_acls
+from replay.kafka.times import format_time
 from replay.spark.queries import last_offset, offset_at_time, state_at, time_of_offset
+from replay.spark.tour import pick_moment
 
 moment = nb.parse_moment(moment_text)
 if moment is None:
@@ -208,7 +208,7 @@ print("\n".join(render_acls(state.certain, "kafka-acls", state.uncertain, state.
 
 from pathlib import Path
 
-from replay.demo import broker_settings
+from replay.kafka.samples import broker_settings
 from replay.spark.audits import register_audit_functions
 from replay.spark.queries import register_sql_functions
 
@@ -336,7 +336,7 @@ print(f"time travel reads acl_history version {time_travel_version}: {time_trave
 
 # COMMAND ----------
 
-from replay.demo import busiest_resource, who_could_access
+from replay.spark.tour import busiest_resource, who_could_access
 
 if resource_text:
     _rtype, _, _rname = resource_text.partition(":")

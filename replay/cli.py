@@ -7,8 +7,18 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from replay import demo
+from replay.kafka import dumplog, outputs
+from replay.kafka.authorizer import InvalidArgumentError, java_host_address
+from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sources
+from replay.kafka.listing import FORMATS, render_acls, table_lines
+from replay.kafka.model import Batch, Problem, SourceKind
+from replay.kafka.times import format_time, parse_time
+
+if TYPE_CHECKING:  # Spark is imported when a lake command runs, so `inspect` and `acls` on files start quickly
+    from replay.spark.tables import Lake
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the command could not do its work (e.g. an ingest with nothing to read)
@@ -16,25 +26,12 @@ EXIT_PROBLEMS = 3  # --strict and something was wrong with the input
 EXIT_USAGE = 2
 
 
-def parse_time(text: str) -> int:
-    """Epoch milliseconds, or an ISO-8601 time (`2026-11-20T14:02:00Z`; no zone means UTC)."""
-    text = text.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
+def time_argument(text: str) -> int:
+    """`parse_time` for argparse: an unreadable time is a usage error that says what to give."""
     try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return parse_time(text)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(
-            f"cannot read time {text!r}: give epoch milliseconds or ISO-8601 like 2026-11-20T14:02:00Z") from err
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
-
-
-def format_time(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _print_lines(lines: Iterable[str], out: TextIO) -> None:
@@ -49,10 +46,6 @@ def _print_summary(summary: Any) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.kafka import dumplog
-    from replay.kafka.dump import ProblemSummary, discover, read_source
-    from replay.kafka.model import Batch, Problem, SourceKind
-
     summary = ProblemSummary()
     if args.format == "dump-log":
         return _inspect_dump_log(args, out, summary)
@@ -102,9 +95,6 @@ _OTHER_DUMPERS = (".index", ".timeindex", ".snapshot", ".txnindex")
 def _dump_log_paths(paths: list[str]) -> list[str]:
     """The files to dump, in the order given (as `kafka-dump-log --files a,b` takes them). A directory, which the
     tool does not take, stands for its metadata files in replay order (dump-log text files left out)."""
-    from replay.kafka.dump import discover
-    from replay.kafka.model import SourceKind
-
     out: list[str] = []
     for path in paths:
         if os.path.isdir(path):
@@ -118,8 +108,6 @@ def _dump_log_paths(paths: list[str]) -> list[str]:
 def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> int:
     """One kafka-dump-log run over all the files: stdout as the tool prints it; on stderr what the tool prints
     there (unknown files, the non-consecutive offsets report, the exception it would die with), then our summary."""
-    from replay.kafka import dumplog
-
     paths = _dump_log_paths(args.paths)
     if not paths:
         print(f"kraft-replay inspect: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
@@ -151,8 +139,6 @@ def _print_stderr(lines: list[str], start: int) -> int:
 
 # ---- acls ----------------------------------------------------------------------------------------------------
 def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.kafka.listing import render_acls
-
     if args.lake is not None or args.catalog is not None:
         from replay.spark import queries
 
@@ -165,8 +151,6 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
     if not args.paths:
         print("kraft-replay acls: give dump PATHs, or --lake/--catalog with --cluster", file=sys.stderr)
         return EXIT_USAGE
-    from replay.kafka.dump import ProblemSummary
-
     summary = ProblemSummary()
     try:
         return _acls_from_files(args, out, summary)
@@ -175,9 +159,6 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int:
-    from replay.kafka.dump import discover, replay_sources
-    from replay.kafka.listing import render_acls
-
     sources, _ignored = discover(args.paths)
     if not sources:
         print(f"kraft-replay acls: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
@@ -211,7 +192,7 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
 
 
 # ---- lake commands (Spark) ----------------------------------------------------------------------------------
-def _lake(args: argparse.Namespace) -> Any:
+def _lake(args: argparse.Namespace) -> Lake:
     from replay.spark import session
     from replay.spark.tables import Lake
 
@@ -249,7 +230,7 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _replay(lake: Any, cluster: str, high_watermark: int | None, out: TextIO, full: bool = False,
+def _replay(lake: Lake, cluster: str, high_watermark: int | None, out: TextIO, full: bool = False,
             progress: bool = True) -> None:
     from replay.spark.replay import replay_lake
 
@@ -262,7 +243,6 @@ def _lake_flag(args: argparse.Namespace) -> str:
 
 
 def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.kafka.listing import table_lines
     from replay.spark.queries import changes_between
 
     lake = _lake(args)
@@ -284,7 +264,6 @@ def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
     from pyspark.sql import functions as F
 
-    from replay.kafka.listing import table_lines
     from replay.spark.queries import history
 
     lake = _lake(args)
@@ -305,7 +284,6 @@ def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.kafka.listing import table_lines
     from replay.spark.audits import register_audit_functions
     from replay.spark.queries import register_sql_functions
 
@@ -327,7 +305,7 @@ def _authorizer_options(p: argparse.ArgumentParser) -> None:
                    help="the broker ran with allow.everyone.if.no.acl.found=true")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--as-of-offset", type=int, metavar="N")
-    when.add_argument("--as-of-time", type=parse_time, metavar="T")
+    when.add_argument("--as-of-time", type=time_argument, metavar="T")
 
 
 _RESOURCE_FLAGS = {"topic": "TOPIC", "group": "GROUP", "cluster_resource": "CLUSTER", "transactional_id": "TRANSACTIONAL_ID",
@@ -344,8 +322,6 @@ def _resource(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 def _host_problem(host: str | None) -> str | None:
     """Why `--host` cannot be asked about (None when it can): Kafka matches ACL hosts against the client's address."""
-    from replay.kafka.authorizer import InvalidArgumentError, java_host_address
-
     if host is None:
         return ("give --host, the client's IP address as Kafka saw it (e.g. 10.0.0.1 or ::1): ACLs name hosts, so "
                 "the answer depends on it")
@@ -391,7 +367,6 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.kafka import outputs
     from replay.spark import audits
 
     lake = _lake(args)
@@ -442,8 +417,6 @@ def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> 
 
 # ---- parser --------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from replay.kafka.listing import FORMATS
-
     parser = argparse.ArgumentParser(prog="kraft-replay", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -462,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--as-of-offset", type=int, metavar="N", help="state after every visible record <= N")
-    when.add_argument("--as-of-time", type=parse_time, metavar="T", help="epoch ms or ISO-8601; last offset <= T")
+    when.add_argument("--as-of-time", type=time_argument, metavar="T", help="epoch ms or ISO-8601; last offset <= T")
     p.add_argument("--format", choices=FORMATS, default="kafka-acls")
     p.add_argument("--high-watermark", type=int, metavar="HW",
                    help="committed point if known: records at offsets >= HW are treated as uncommitted")
@@ -490,8 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p)
     p.add_argument("--from-offset", type=int, help="exclusive")
     p.add_argument("--to-offset", type=int, help="inclusive")
-    p.add_argument("--from-time", type=parse_time)
-    p.add_argument("--to-time", type=parse_time)
+    p.add_argument("--from-time", type=time_argument)
+    p.add_argument("--to-time", type=time_argument)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_changes)
 
@@ -541,13 +514,11 @@ def build_parser() -> argparse.ArgumentParser:
     resource_flags(p)
     p.add_argument("--from-offset", type=int)
     p.add_argument("--to-offset", type=int)
-    p.add_argument("--from-time", type=parse_time)
-    p.add_argument("--to-time", type=parse_time)
+    p.add_argument("--from-time", type=time_argument)
+    p.add_argument("--to-time", type=time_argument)
     p.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
     p.add_argument("--avro", metavar="PATH", help="write Avro (schema replay/kafka/audit.avsc) instead")
     p.set_defaults(func=cmd_audit)
-
-    from replay import demo
 
     p = sub.add_parser("demo", help="the main job on embedded defaults: ingest data/ samples, tour, plots")
     demo.add_arguments(p)

@@ -12,159 +12,26 @@
 Without sample dumps (an installed wheel: the samples live in the repository's `data/`, and the wheel ships none)
 the demo falls back to a **synthetic** dump: made-up ACLs written by `replay.kafka.synth` into the output directory
 (segments, two snapshots, a retention hole), not a real Kafka log. It says so at the start of the tour; give
-`--data DIR` or `$KRAFT_REPLAY_DATA` to use real dumps.
+`--data DIR` or `$KRAFT_REPLAY_DATA` to use real dumps. Finding the samples is `replay.kafka.samples`; the
+questions the tour asks are `replay.spark.tour`, which the notebook asks too.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-DATA_ENV = "KRAFT_REPLAY_DATA"
+from replay.kafka.listing import render_acls
+from replay.kafka.samples import DATA_ENV, broker_settings, featured_cluster, locate_samples
+from replay.kafka.times import format_time
+
 DEFAULT_LAKE = "./lakehouse"
 DEFAULT_OUT = "./demo-output"
-FEATURED = ("retention-gap", "small-snapshots")  # the cluster the tour looks at, in order of preference
 LISTING_LINES = 24  # ACL listing lines printed in the terminal; the whole listing goes to a file
-
-
-# ---- finding the samples -------------------------------------------------------------------------------------
-
-def _has_metadata_files(directory: Path) -> bool:
-    if (directory / "__cluster_metadata-0").is_dir():
-        return True
-    return any(p.suffix in (".log", ".checkpoint") for p in directory.iterdir() if p.is_file()
-               and p.name != "bootstrap.checkpoint")
-
-
-def data_dir_candidates() -> list[Path]:
-    """Where the sample dumps may be: `$KRAFT_REPLAY_DATA`, `data/` next to the package (the repository root in a
-    source checkout), `replay/data/` (packaged samples: none exist today, so a wheel finds nothing there), `./data`."""
-    package = Path(__file__).resolve().parent
-    out = []
-    if os.environ.get(DATA_ENV):
-        out.append(Path(os.environ[DATA_ENV]))
-    out += [package.parent / "data", package / "data", Path.cwd() / "data"]
-    return out
-
-
-def sample_dirs(data: str | os.PathLike[str]) -> list[Path]:
-    """The sample dumps under `data`: subdirectories holding metadata log files (or `data` itself if it is one)."""
-    root = Path(data)
-    if not root.is_dir():
-        return []
-    subs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-    found = [p for p in subs if _has_metadata_files(p)]
-    if not found and _has_metadata_files(root):
-        return [root]
-    return found
-
-
-def default_data_dir() -> str | None:
-    """The first candidate directory that holds sample dumps, or None."""
-    for candidate in data_dir_candidates():
-        if sample_dirs(candidate):
-            return str(candidate)
-    return None
-
-
-def synthetic_sample(directory: str, seed: int = 7) -> Path:
-    """A synthetic dump (segments, two snapshots, a retention hole) for when no real samples are around."""
-    from replay.kafka import synth
-
-    target = Path(directory) / "synthetic"
-    if not _has_sample(target):
-        log = synth.generate(seed, n_batches=80)
-        end = log.end_offset
-        synth.write_dump(log, str(target), synth.Layout(segment_every=40, snapshot_at=(end // 3, 2 * end // 3),
-                                                        drop_segments=(0,)))
-    return target
-
-
-def _has_sample(path: Path) -> bool:
-    return path.is_dir() and _has_metadata_files(path)
-
-
-@dataclass
-class Samples:
-    """The dumps the demo ingests, where they came from, and what the tour says about them."""
-
-    dirs: list[Path]
-    synthetic: bool
-    note: str
-
-
-def locate_samples(data: str | None, out_dir: str) -> Samples:
-    """The sample dumps under `data` (default: `default_data_dir()`); without any, a synthetic dump in `out_dir`.
-    An explicit `data` without dumps raises FileNotFoundError."""
-    found = data or default_data_dir()
-    dirs = sample_dirs(found) if found else []
-    if data and not dirs:
-        raise FileNotFoundError(f"no sample dumps under {data} (expected subdirectories holding "
-                                "__cluster_metadata-0/ or *.log / *.checkpoint files)")
-    if dirs:
-        return Samples(dirs, False, f"Sample dumps in {found}: {', '.join(p.name for p in dirs)} (real Kafka "
-                                    "metadata logs; see data/README.md).")
-    synthetic = synthetic_sample(out_dir)
-    looked = ", ".join(str(p) for p in data_dir_candidates())
-    return Samples([synthetic], True,
-                   f"No sample dumps found (looked in {looked}).\nFalling back to a SYNTHETIC dump written to "
-                   f"{synthetic}: made-up ACLs from replay.kafka.synth, not a real Kafka log. For real dumps give "
-                   f"--data DIR or set ${DATA_ENV} (the repository's data/ holds three).")
-
-
-def featured_cluster(clusters: Sequence[str]) -> str:
-    for name in FEATURED:
-        if name in clusters:
-            return name
-    return clusters[0]
-
-
-# ---- answers the tour prints -------------------------------------------------------------------------------------
-
-@dataclass
-class Moment:
-    offset: int
-    time: int | None
-
-
-def pick_moment(lake: Any, cluster: str, fraction: float = 0.6) -> Moment:
-    """A past moment for the tour: the last batch at or before `fraction` of the cluster's time span."""
-    from pyspark.sql import functions as F
-
-    from replay.spark.queries import offset_at_time, time_of_offset
-
-    times = lake.read("offset_times").where(F.col("cluster_id") == cluster)
-    r = times.agg(F.min("time").alias("lo"), F.max("time").alias("hi")).first()
-    if r is None or r["lo"] is None:
-        raise RuntimeError(f"cluster {cluster!r} has no offsets with times in the lake")
-    target = int(r["lo"] + (r["hi"] - r["lo"]) * fraction)
-    offset = offset_at_time(lake, cluster, target)
-    assert offset is not None
-    return Moment(offset, time_of_offset(lake, cluster, offset))
-
-
-def coverage_lines(lake: Any, cluster: str) -> list[str]:
-    from pyspark.sql import functions as F
-
-    rows = (lake.read("log_coverage").where(F.col("cluster_id") == cluster)
-            .select("start_offset", "end_offset", "kind").orderBy("start_offset", "kind").limit(50).collect())
-    words = {"log": "log records", "snapshot": "snapshot only", "missing": "in no dump (hole)",
-             "incomplete": "incomplete (ACLs no dump recorded may have been live)"}
-    return [f"{r['start_offset']}..{r['end_offset']} {words.get(r['kind'], r['kind'])}" for r in rows]
-
-
-def anomaly_counts(lake: Any, cluster: str) -> dict[str, int]:
-    from pyspark.sql import functions as F
-
-    rows = lake.read("anomalies").where(F.col("cluster_id") == cluster).groupBy("kind").count().collect()
-    return {str(r["kind"]): int(r["count"]) for r in rows}
 
 
 # ---- the run -----------------------------------------------------------------------------------------------------
@@ -194,14 +61,20 @@ class _Tour:
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.cli import format_time
-    from replay.kafka.listing import render_acls
+    # Spark at dispatch: the CLI imports this module for its arguments, and `kraft-replay inspect` needs no Spark.
     from replay.spark import plots
     from replay.spark.ingest import ingest
     from replay.spark.queries import last_offset, state_at, time_of_offset
     from replay.spark.replay import replay_lake
     from replay.spark.session import get_spark
     from replay.spark.tables import Lake
+    from replay.spark.tour import (
+        anomaly_counts,
+        coverage_lines,
+        pick_moment,
+        what_changed_lines,
+        who_could_access_lines,
+    )
 
     tour = _Tour(out)
     out_dir = os.path.abspath(args.out)
@@ -312,120 +185,6 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     tour.say("  python -m replay.notebook notebooks/kraft_acl_replay.py   (the Databricks notebook, run locally)")
     tour.say(f"done in {time.monotonic() - tour.started:.0f} s")
     return 0
-
-
-_OPERATION = {"TOPIC": "READ", "GROUP": "READ", "CLUSTER": "ALTER", "TRANSACTIONAL_ID": "WRITE",
-              "DELEGATION_TOKEN": "DESCRIBE", "USER": "CREATE_TOKENS"}
-
-
-def broker_settings(sample: Path | None) -> tuple[str, bool]:
-    """`super.users` and `allow.everyone.if.no.acl.found` from the sample's `server.properties`, when it has one."""
-    supers, everyone = "", False
-    props = sample / "server.properties" if sample else None
-    if props is not None and props.is_file():
-        for line in props.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, sep, value = line.partition("=")
-            if sep and key.strip() == "super.users":
-                supers = value.strip()
-            elif sep and key.strip() == "allow.everyone.if.no.acl.found":
-                everyone = value.strip().lower() == "true"
-    return supers, everyone
-
-
-def busiest_resource(lake: Any, cluster: str, offset: int) -> tuple[str, str] | None:
-    """The literal topic (else any literal resource) with the most ALLOW ACLs live at `offset` for the operation the
-    tour asks about there (`default_operation`, or ALL) from a host a client can present, so that the question has
-    someone allowed to answer."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    from replay.spark.authorize import register_host_function
-    from replay.spark.queries import state_frame
-
-    host_of = register_host_function(lake.spark)
-    asked = reduce(lambda a, b: a | b, [(F.col("resource_type") == t) & F.col("operation").isin(op, "ALL")
-                                        for t, op in _OPERATION.items()])
-    matchable = (F.col("host") == "*") | F.coalesce(F.call_function(host_of, "host").getField("host") == F.col("host"),
-                                                    F.lit(False))
-    live = state_frame(lake, cluster, offset).where(
-        (F.col("pattern_type") == "LITERAL") & (F.col("resource_name") != "*") & asked & matchable
-        & (F.col("permission_type") == "ALLOW"))
-    row = (live.groupBy("resource_type", "resource_name").count()
-           .orderBy((F.col("resource_type") != "TOPIC").cast("int"), F.desc("count"), "resource_name").first())
-    return None if row is None else (str(row["resource_type"]), str(row["resource_name"]))
-
-
-def default_operation(resource_type: str) -> str:
-    """The operation the tour asks about for a resource type (READ for topics and groups)."""
-    return _OPERATION.get(resource_type, "DESCRIBE")
-
-
-@dataclass
-class WhoCanAnswer:
-    """One who-could-access question (`replay.spark.audits.audit_who_can`) and its rows."""
-
-    offset: int
-    operation: str
-    resource_type: str
-    resource_name: str
-    super_users: str
-    allow_everyone: bool
-    rows: list[dict[str, Any]]
-
-    def lines(self) -> list[str]:
-        from replay.spark.audits import render_audit
-
-        head = (f"Who could {self.operation} {self.resource_type} {self.resource_name!r} as of offset {self.offset} "
-                f"(super.users={self.super_users or '(none)'}, "
-                f"allow.everyone.if.no.acl.found={str(self.allow_everyone).lower()}):")
-        return [head, *("  " + line for line in render_audit(self.rows, "who_can"))]
-
-
-def who_could_access(spark: Any, lake: Any, cluster: str, offset: int, resource: tuple[str, str],
-                     super_users: str = "", allow_everyone: bool = False, operation: str | None = None
-                     ) -> WhoCanAnswer:
-    """Who could perform `operation` (default: `default_operation`) on `resource` (type, name) at `offset`."""
-    from replay.spark.audits import audit_who_can
-
-    rtype, name = resource
-    op = operation or default_operation(rtype)
-    rows = audit_who_can(spark, lake, cluster, op, rtype, name, offset=offset, super_users=super_users,
-                         allow_everyone=allow_everyone)
-    return WhoCanAnswer(offset, op, rtype, name, super_users, allow_everyone, rows)
-
-
-def who_could_access_lines(spark: Any, lake: Any, cluster: str, offset: int, resource: tuple[str, str] | None = None,
-                           super_users: str = "", allow_everyone: bool = False, operation: str | None = None
-                           ) -> list[str]:
-    """`who_could_access` for the resource (default: the busiest literal topic then), as a table."""
-    resource = resource or busiest_resource(lake, cluster, offset)
-    if resource is None:
-        return [f"no literal resource has ALLOW ACLs at offset {offset}"]
-    return who_could_access(spark, lake, cluster, offset, resource, super_users, allow_everyone, operation).lines()
-
-
-def what_changed_lines(spark: Any, lake: Any, cluster: str, start: int, end: int, super_users: str = "",
-                       allow_everyone: bool = False, limit: int = 15) -> list[str]:
-    """`replay.spark.audits.audit_changes` between two offsets: the ACLs added / removed and the access gained /
-    lost, as tables (the first `limit` rows of each)."""
-    from replay.spark.audits import audit_changes, render_audit
-
-    found = audit_changes(spark, lake, cluster, start=start, end=end, super_users=super_users,
-                          allow_everyone=allow_everyone)
-    lines: list[str] = []
-    for key, audit, title in (("acls", "acl_changes", "ACLs"), ("access", "access_changes", "Access")):
-        rows = sorted(found[key], key=lambda r: json.dumps(r, sort_keys=True, default=str))  # same order each run
-        counts: dict[str, int] = {}
-        for r in rows:
-            counts[str(r["change"])] = counts.get(str(r["change"]), 0) + 1
-        lines.append(f"{title}: " + (", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no change"))
-        if rows:
-            lines += ["  " + line for line in render_audit(rows[:limit], audit)]
-            if len(rows) > limit:
-                lines.append(f"  ... {len(rows) - limit} more (kraft-replay changes --cluster {cluster} "
-                             f"--from-offset {start} --to-offset {end})")
-    return lines
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

@@ -38,18 +38,17 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, TextIO
+
+from replay.kafka.listing import table_lines
+from replay.kafka.times import parse_time
+from replay.spark.session import get_spark, on_databricks
 
 HEADER = "# Databricks notebook source"
 SEPARATOR = "# COMMAND ----------"
 ENV_PREFIX = "KRAFT_REPLAY_"
 DISPLAY_DIR_ENV = "KRAFT_REPLAY_DISPLAY_DIR"
-
-
-def on_databricks() -> bool:
-    from replay.spark.session import on_databricks as check
-
-    return check()
 
 
 def env_name(widget_name: str) -> str:
@@ -98,8 +97,6 @@ class LocalDisplay:
             self._write(text)
 
     def _table(self, df: Any) -> None:
-        from replay.kafka.listing import table_lines
-
         rows = [r.asDict(recursive=True) for r in df.limit(self.max_rows + 1).collect()]
         more = len(rows) > self.max_rows
         rows = rows[: self.max_rows]
@@ -220,8 +217,6 @@ class _LocalFs:
     """The few `dbutils.fs` calls that make sense on local paths."""
 
     def ls(self, path: str) -> list[Any]:
-        from types import SimpleNamespace
-
         p = _local(path)
         return [SimpleNamespace(path=os.path.join(path, n), name=n + ("/" if os.path.isdir(os.path.join(p, n)) else ""),
                                 size=os.path.getsize(os.path.join(p, n))) for n in sorted(os.listdir(p))]
@@ -251,8 +246,6 @@ def spark_session(ns: Mapping[str, Any] | None = None, master: str | None = None
     existing = (ns or {}).get("spark")
     if existing is not None and hasattr(existing, "sql"):
         return existing
-    from replay.spark.session import get_spark
-
     return get_spark(master=master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER"))
 
 
@@ -319,8 +312,6 @@ def parse_moment(text: str) -> tuple[str, int] | None:
         return "offset", int(text[len("offset"):].strip(" :=").strip())
     if text.lstrip("-").isdigit() and abs(int(text)) < 10**11:
         return "offset", int(text)
-    from replay.cli import parse_time
-
     return "time", parse_time(text)
 
 

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from tqdm.auto import tqdm
+
 T = TypeVar("T")
 
 ENV = "KRAFT_REPLAY_PROGRESS"
@@ -54,8 +56,6 @@ class _Silent:
 
 
 def _tqdm(**kwargs: Any) -> Any:
-    from tqdm.auto import tqdm
-
     kwargs.setdefault("file", sys.stderr)
     kwargs.setdefault("dynamic_ncols", True)
     kwargs.setdefault("leave", True)
@@ -148,8 +148,6 @@ def say(line: str, enabled: bool = True) -> None:
     if not wanted(enabled):
         return
     try:
-        from tqdm.auto import tqdm
-
         tqdm.write(line, file=sys.stderr)
-    except Exception:  # pragma: no cover - tqdm missing or a broken stream
+    except Exception:  # pragma: no cover - a broken stream
         print(line, file=sys.stderr, flush=True)

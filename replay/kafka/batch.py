@@ -890,12 +890,19 @@ def read_batches(
 
     `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
     `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
-    `DecodeError` instead of being yielded.
+    `DecodeError` instead of being yielded. Decodes through the compiled extension when it is installed
+    (`native.enabled`); the items are the same.
     """
-    items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source, decode_values,
-                           records_for)
-    if snapshot:
-        items = check_snapshot(items, source)
+    from . import native
+
+    if native.enabled():
+        items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
+                                    max_batch_size=max_batch_size, snapshot=snapshot, records_for=records_for)
+    else:
+        items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source,
+                               decode_values, records_for)
+        if snapshot:
+            items = check_snapshot(items, source)
     for item in items:
         if strict and isinstance(item, Problem):
             raise DecodeError(item)

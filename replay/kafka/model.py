@@ -14,6 +14,13 @@ from typing import Any
 CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 # Control record types (the int16 in a control record's key).
+# The metadata record types the replay rules read, by api key (`schemas.METADATA_SCHEMAS` has them all).
+ACL_ENTRY_RECORD = 18
+REMOVE_ACL_ENTRY_RECORD = 19
+BEGIN_TRANSACTION_RECORD = 23
+END_TRANSACTION_RECORD = 24
+ABORT_TRANSACTION_RECORD = 25
+
 CONTROL_TYPES = {
     0: "ABORT",
     1: "COMMIT",

@@ -41,12 +41,14 @@ Conventions shared by every audit:
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from replay.kafka import outputs
 from replay.kafka.acl import AclOperation, ResourceType
 from replay.spark.authorize import (
     _KEY,
@@ -73,6 +75,7 @@ from replay.spark.authorize import (
     sql_literal,
 )
 from replay.spark.queries import ACL_FIELDS, last_offset, offset_at_time
+from replay.spark.tables import Lake
 
 # AclEntry.supportedOperations (spec §5.3): what an audit asks about for each resource type.
 SUPPORTED_OPERATIONS: dict[str, list[str]] = {
@@ -92,7 +95,7 @@ R_HOST_NEVER_MATCHES = "acl_host_never_matches"
 
 # ---- helpers -------------------------------------------------------------------------------------------------
 
-def resolve_offset(lake: Any, cluster: str, offset: int | None = None, time: int | None = None) -> int | None:
+def resolve_offset(lake: Lake, cluster: str, offset: int | None = None, time: int | None = None) -> int | None:
     """The as-of offset: `offset`, else the last offset whose time is <= `time`, else the end of known history."""
     if offset is not None:
         return offset
@@ -121,7 +124,7 @@ class _Sources:
     records: str | None
 
 
-def _records(lake: Any) -> DataFrame | None:
+def _records(lake: Lake) -> DataFrame | None:
     try:
         records: DataFrame = lake.read("metadata_records")
         return records
@@ -129,7 +132,7 @@ def _records(lake: Any) -> DataFrame | None:
         return None
 
 
-def _run(spark: SparkSession, lake: Any, build: Callable[[_Sources], str]) -> DataFrame:
+def _run(spark: SparkSession, lake: Lake, build: Callable[[_Sources], str]) -> DataFrame:
     """Run an audit query from Python over the lake's DataFrames."""
     tables = LakeTables.of(lake)
     frames = {"hist": tables.history, "cov": tables.coverage, "times": tables.offset_times}
@@ -259,7 +262,7 @@ SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
 ORDER BY decision = '{NEVER_MATCHES}', principal != '{WILDCARD_PRINCIPAL}', principal, host"""
 
 
-def who_can(spark: SparkSession, lake: Any, cluster: str, operation: str, resource_type: str, resource_name: str,
+def who_can(spark: SparkSession, lake: Lake, cluster: str, operation: str, resource_type: str, resource_name: str,
             offset: int | None = None, time: int | None = None, super_users: str | Sequence[str] | None = "",
             allow_everyone: bool = False, view: str | None = None) -> DataFrame:
     """Every principal (and `everyone`) that could perform `operation` on the resource at that moment, per host,
@@ -313,7 +316,7 @@ SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
 ORDER BY decision = '{NEVER_MATCHES}', resource_type, resource_name, pattern_type, operation, host"""
 
 
-def what_can(spark: SparkSession, lake: Any, cluster: str, principal: str, offset: int | None = None,
+def what_can(spark: SparkSession, lake: Lake, cluster: str, principal: str, offset: int | None = None,
              time: int | None = None, super_users: str | Sequence[str] | None = "", allow_everyone: bool = False,
              view: str | None = None) -> DataFrame:
     """Resource patterns x operations the principal could use at that moment (through its own ACLs or `User:*`
@@ -350,7 +353,7 @@ FROM (SELECT h.*, {_status_sql(s0)} AS before, {_status_sql(s1)} AS after FROM {
 WHERE before != after"""
 
 
-def acl_changes(spark: SparkSession, lake: Any, cluster: str, start: int | None, end: int | None,
+def acl_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | None, end: int | None,
                 view: str | None = None) -> DataFrame:
     """ACLs whose liveness differs between offsets `start` and `end`: `added`, `removed`, or with an uncertain side
     `maybe_added` / `maybe_removed` (certain = false)."""
@@ -400,7 +403,7 @@ SELECT * FROM ({_describe_sql("_out", "after_deciding_acl_ids", "after_via", src
 ORDER BY change, resource_type, resource_name, principal, operation"""
 
 
-def access_changes(spark: SparkSession, lake: Any, cluster: str, start: int | None, end: int | None,
+def access_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | None, end: int | None,
                    super_users: str | Sequence[str] | None = "", allow_everyone: bool = False,
                    view: str | None = None) -> DataFrame:
     """(principal, host, operation, resource pattern) whose decision differs between `start` and `end`, for the
@@ -476,7 +479,7 @@ SELECT * FROM ({_describe_sql("_t2", "deciding_acl_ids", "via", src.hist)})
 ORDER BY resource_type, resource_name, principal, operation, host, from_offset"""
 
 
-def timeline(spark: SparkSession, lake: Any, cluster: str, principal: str | None = None,
+def timeline(spark: SparkSession, lake: Lake, cluster: str, principal: str | None = None,
              resource_type: str | None = None, resource_name: str | None = None, operation: str | None = None,
              super_users: str | Sequence[str] | None = "", allow_everyone: bool = False,
              view: str | None = None) -> DataFrame:
@@ -575,7 +578,7 @@ WHERE coalesce(n._nc, 0) = 0)"""]
             f"ORDER BY risk, resource_type, resource_name, principal, valid_from_offset")
 
 
-def live_topics(lake: Any, cluster: str, at: int) -> DataFrame | None:
+def live_topics(lake: Lake, cluster: str, at: int) -> DataFrame | None:
     """Topic names existing at offset `at` from `metadata_records` (see the module docstring), or None when the lake
     has no metadata_records."""
     records = _records(lake)
@@ -585,7 +588,7 @@ def live_topics(lake: Any, cluster: str, at: int) -> DataFrame | None:
                    records=records)
 
 
-def risky_grants(spark: SparkSession, lake: Any, cluster: str, offset: int | None = None, time: int | None = None,
+def risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | None = None, time: int | None = None,
                  over_time: bool = True, view: str | None = None, allow_everyone: bool | None = None) -> DataFrame:
     """Risky ACL lifetimes (`risk` in RISKS), one row per (lifetime, risk), with their bounds and exactness.
 
@@ -604,7 +607,7 @@ def risky_grants(spark: SparkSession, lake: Any, cluster: str, offset: int | Non
 _SETTINGS_PARAMS = "super_users STRING DEFAULT NULL, allow_everyone BOOLEAN DEFAULT false"
 
 
-def register_audit_functions(spark: SparkSession, lake: Any) -> list[str]:
+def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
     """Register the audits as SQL table functions over this lake; returns their names.
 
     Every function is the same query text as the Python audit of the same name (so they give the same rows), run
@@ -675,20 +678,20 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
 
-def audit_who_can(spark: SparkSession, lake: Any, cluster: str, operation: str, resource_type: str,
+def audit_who_can(spark: SparkSession, lake: Lake, cluster: str, operation: str, resource_type: str,
                   resource_name: str, offset: int | None = None, time: int | None = None, super_users: str = "",
                   allow_everyone: bool = False) -> list[dict[str, Any]]:
     return _rows(who_can(spark, lake, cluster, operation, resource_type, resource_name, offset, time, super_users,
                          allow_everyone))
 
 
-def audit_what_can(spark: SparkSession, lake: Any, cluster: str, principal: str, offset: int | None = None,
+def audit_what_can(spark: SparkSession, lake: Lake, cluster: str, principal: str, offset: int | None = None,
                    time: int | None = None, super_users: str = "", allow_everyone: bool = False
                    ) -> list[dict[str, Any]]:
     return _rows(what_can(spark, lake, cluster, principal, offset, time, super_users, allow_everyone))
 
 
-def audit_changes(spark: SparkSession, lake: Any, cluster: str, start: int | None = None, end: int | None = None,
+def audit_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | None = None, end: int | None = None,
                   start_time: int | None = None, end_time: int | None = None, super_users: str = "",
                   allow_everyone: bool = False) -> dict[str, list[dict[str, Any]]]:
     """{"acls": ACLs added/removed, "access": access gained/lost}; times map to offsets as everywhere."""
@@ -698,14 +701,14 @@ def audit_changes(spark: SparkSession, lake: Any, cluster: str, start: int | Non
             "access": _rows(access_changes(spark, lake, cluster, s, e, super_users, allow_everyone))}
 
 
-def audit_timeline(spark: SparkSession, lake: Any, cluster: str, principal: str | None = None,
+def audit_timeline(spark: SparkSession, lake: Lake, cluster: str, principal: str | None = None,
                    resource_type: str | None = None, resource_name: str | None = None, operation: str | None = None,
                    super_users: str = "", allow_everyone: bool = False) -> list[dict[str, Any]]:
     return _rows(timeline(spark, lake, cluster, principal, resource_type, resource_name, operation, super_users,
                           allow_everyone))
 
 
-def audit_risky_grants(spark: SparkSession, lake: Any, cluster: str, offset: int | None = None,
+def audit_risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | None = None,
                        time: int | None = None, allow_everyone: bool | None = None) -> list[dict[str, Any]]:
     return _rows(risky_grants(spark, lake, cluster, offset, time, allow_everyone=allow_everyone))
 
@@ -729,10 +732,6 @@ SUMMARY_COLUMNS = {
 def render_audit(rows: Iterable[dict[str, Any]], audit: str, fmt: str = "table") -> list[str]:
     """`table` (the summary columns, for people), `jsonl`, or `csv` (every column) as lines of text; for Avro use
     `replay.kafka.outputs.write_avro(rows, path, audit)`."""
-    import io
-
-    from replay.kafka import outputs
-
     buf = io.StringIO()
     rows = list(rows)
     if fmt == "table":

@@ -65,25 +65,32 @@ at most 2 GiB per file: Spark's binaryFile limit).
 from __future__ import annotations
 
 import functools
+import io
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.functions import pandas_udf
 
-from replay.kafka.acl import AclOperation, ResourceType
+from replay.kafka.acl import AclBinding, AclOperation, ResourceType
 from replay.kafka.authorizer import (
     HARDCODE_PROBE_NAME,
     java_host_address,
     parse_allow_everyone,
     parse_super_users,
 )
+from replay.kafka.listing import acl_dict, kafka_acls_lines, table_lines
+from replay.kafka.times import format_time
 from replay.spark.frames import join_null_safe
-from replay.spark.queries import ACL_FIELDS, certainly_live, possibly_live
+from replay.spark.queries import ACL_FIELDS, certainly_live, last_offset, possibly_live, time_of_offset
+from replay.spark.tables import Lake
 
 ALLOWED, DENIED, UNKNOWN, ERROR = "ALLOWED", "DENIED", "UNKNOWN", "ERROR"
 R_SUPER_USER = "super_user"
@@ -147,7 +154,7 @@ class LakeTables:
     offset_times: DataFrame
 
     @classmethod
-    def of(cls, lake: Any) -> LakeTables:
+    def of(cls, lake: Lake) -> LakeTables:
         if isinstance(lake, LakeTables):
             return lake
         return cls(lake.read("acl_history"), lake.read("log_coverage"), lake.read("offset_times"))
@@ -220,7 +227,6 @@ def host_rendering_udf() -> Any:
     literal), computed on the executors with `replay.kafka.authorizer.java_host_address` (cached per worker), so
     a million distinct addresses never pass through the driver. Same results as `render_host`."""
     import pandas as pd
-    from pyspark.sql.functions import pandas_udf
 
     def render(hosts: pd.Series) -> pd.DataFrame:
         pairs = [render_host(h if isinstance(h, str) else None) for h in hosts]
@@ -599,7 +605,7 @@ def decide_by_resource_type(keys: DataFrame, tables: LakeTables, settings: Autho
 
 # ---- public API ----------------------------------------------------------------------------------------------
 
-def authorize(requests: DataFrame, lake: Any, super_users: str | Sequence[str] | None = "",
+def authorize(requests: DataFrame, lake: Lake, super_users: str | Sequence[str] | None = "",
               allow_everyone: bool | str | None = False) -> DataFrame:
     """Decide every access tuple of `requests` against the state at its offset or time (module docstring).
 
@@ -649,7 +655,7 @@ def _join_back(requests: DataFrame, results: DataFrame, key: list[str], original
                     error.alias("error"))
 
 
-def authorize_by_resource_type(requests: DataFrame, lake: Any, super_users: str | Sequence[str] | None = "",
+def authorize_by_resource_type(requests: DataFrame, lake: Lake, super_users: str | Sequence[str] | None = "",
                                allow_everyone: bool | str | None = False) -> DataFrame:
     """`authorizeByResourceType` for every row (the `resource_name` column is ignored / may be absent)."""
     return authorize(requests.withColumn("resource_name", F.lit(None).cast("string")), lake, super_users,
@@ -658,16 +664,13 @@ def authorize_by_resource_type(requests: DataFrame, lake: Any, super_users: str 
 
 # ---- CLI functions -------------------------------------------------------------------------------------------
 
-def authorize_one(spark: SparkSession, lake: Any, cluster: str, principal: str, host: str, operation: str,
+def authorize_one(spark: SparkSession, lake: Lake, cluster: str, principal: str, host: str, operation: str,
                   resource_type: str, resource_name: str | None, offset: int | None = None, time: int | None = None,
                   super_users: str = "", allow_everyone: bool = False) -> dict[str, Any]:
     """One question, answered with the deciding ACLs spelled out (a dict ready for JSON; `render_decision` prints it).
 
     Without `offset` and `time`: as of the end of known history. `resource_name=None`: authorizeByResourceType.
     """
-    from replay.kafka.listing import acl_dict
-    from replay.spark.queries import last_offset, time_of_offset
-
     if offset is None and time is None:
         offset = last_offset(lake, cluster)
     row = {"cluster_id": cluster, "principal": principal, "host": host, "operation": operation,
@@ -696,18 +699,11 @@ def authorize_one(spark: SparkSession, lake: Any, cluster: str, principal: str, 
 
 
 def _binding_of(row: Any) -> Any:
-    from replay.kafka.acl import AclBinding
-
     return AclBinding(*(row[c] for c in ACL_FIELDS))
 
 
 def render_decision(result: dict[str, Any], fmt: str = "text") -> list[str]:
     """`text` (a sentence and the ACLs as kafka-acls lines), `json`, or `table`."""
-    import json
-
-    from replay.kafka.acl import AclBinding
-    from replay.kafka.listing import kafka_acls_lines, table_lines
-
     if fmt == "json":
         return [json.dumps(result, indent=1, sort_keys=False)]
     if fmt == "table":
@@ -718,8 +714,6 @@ def render_decision(result: dict[str, Any], fmt: str = "text") -> list[str]:
         return table_lines([row], [*keys, "acls"])
     if fmt != "text":
         raise ValueError(f"unknown format {fmt!r}; choose text, json or table")
-    from replay.cli import format_time
-
     what = (f"{result['principal']} from {result['host']}: {result['operation']} on {result['resourceType']}"
             + (f" {result['resourceName']!r}" if result["resourceName"] is not None else " (any resource of the type)"))
     sure = "certainly" if result["certain"] else "cannot tell:"
@@ -773,10 +767,6 @@ def _avro_decoder(schema: T.StructType) -> Any:
                        for f in schema.fields])
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import io
-
-        import fastavro
-
         for batch in batches:
             for content in batch.column("content").to_pylist():
                 rows: list[dict[str, Any]] = []
@@ -866,7 +856,7 @@ def write_table(df: DataFrame, out_path: str, fmt: str, mode: str = "overwrite")
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(OUT_FORMATS)}")
 
 
-def authorize_file(spark: SparkSession, lake: Any, cluster: str | None, requests_path: str, out_path: str,
+def authorize_file(spark: SparkSession, lake: Lake, cluster: str | None, requests_path: str, out_path: str,
                    fmt: str = "delta", in_format: str | None = None, super_users: str = "",
                    allow_everyone: bool = False, mode: str = "overwrite") -> dict[str, Any]:
     """Read access tuples from a file, decide them all, write the decisions; returns counts per decision."""

@@ -157,7 +157,7 @@ _DECODED_FIELDS: list[tuple[str, DataType]] = [
     ("raw_key", BinaryType()),
     ("raw_value", BinaryType()),
     ("decode_error", StringType()),
-    ("content_hash", StringType()),
+    ("content_hash", BinaryType()),
     ("kind", StringType()),
     ("message", StringType()),
     ("line", IntegerType()),
@@ -432,23 +432,28 @@ def _part(data: bytes | None) -> bytes:
     return b"\xff\xff\xff\xff" if data is None else len(data).to_bytes(4, "big") + data
 
 
-def record_hash(offset: int, key: bytes | None, value: bytes | None) -> str:
-    """Hex sha256 of a record's offset, key and value: equal at one offset means the same record."""
+IDENTITY_BYTES = 16  # 128 bits of sha256: no collision among billions of rows, a quarter of the hex text
+
+
+def record_hash(offset: int, key: bytes | None, value: bytes | None) -> bytes:
+    """A record's identity: sha256 of its offset, key and value, cut to 16 bytes; equal at one offset means the same
+    record."""
     h = hashlib.sha256(b"kraft-record\x00")
     h.update(int(offset).to_bytes(8, "big", signed=True))
     h.update(_part(key))
     h.update(_part(value))
-    return h.hexdigest()
+    return h.digest()[:IDENTITY_BYTES]
 
 
 def problem_hash(kind: str, file_name: str, position: int | None, offset: int | None, raw: bytes | None,
-                 message: str) -> str:
-    """Hex sha256 identifying one quarantined finding (the same bad bytes of the same file are one row)."""
+                 message: str) -> bytes:
+    """The identity of one quarantined finding, sha256 cut to 16 bytes (the same bad bytes of the same file are one
+    row)."""
     h = hashlib.sha256(b"kraft-problem\x00")
     for text in (kind, file_name, "" if position is None else str(position), "" if offset is None else str(offset)):
         h.update(_part(text.encode()))
     h.update(_part(raw) if raw is not None else b"M" + _part(message.encode()))
-    return h.hexdigest()
+    return h.digest()[:IDENTITY_BYTES]
 
 
 def _json_default(value: Any) -> Any:
@@ -528,10 +533,14 @@ def _arrow_type(t: DataType) -> Any:
 
 
 def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    from replay.kafka import native
     from replay.kafka.acl import AclBinding
 
     h = batch.header
+    codec, append_time = h.codec_name, batch.append_time  # per batch, not per record
+    extras = native.record_extras(batch.records)  # payload JSON and hash from the compiled decoder, where in use
     for index, rec in enumerate(batch.records):
+        payload, digest = extras[index] if extras is not None else (None, None)
         row = dict(base)
         row.update(
             row_type="R",
@@ -541,20 +550,20 @@ def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]
             offset=rec.offset,
             record_index=index,
             leader_epoch=h.partition_leader_epoch,
-            append_time=batch.append_time,
+            append_time=append_time,
             record_timestamp=rec.timestamp,
-            codec=h.codec_name,
+            codec=codec,
             crc_ok=h.crc_ok,
             is_control=rec.is_control,
             control_type=(CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None),
             api_key=rec.api_key,
             record_version=rec.version,
             record_type=rec.type_name,
-            payload_json=_payload_json(rec),
+            payload_json=payload if payload is not None else _payload_json(rec),
             raw_key=rec.key,
             raw_value=rec.value,
             decode_error=rec.error,
-            content_hash=record_hash(rec.offset, rec.key, rec.value),
+            content_hash=digest if digest is not None else record_hash(rec.offset, rec.key, rec.value),
         )
         if not rec.is_control and rec.data is not None and rec.api_key in (ACL_ENTRY_API_KEY, ACL_REMOVE_API_KEY):
             row["acl_id"] = str(rec.data.get("id"))
@@ -1063,13 +1072,26 @@ def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condi
     return int(row.get("num_inserted_rows") or row.get("num_affected_rows") or 0)
 
 
+ROWS_PER_FILE = 750_000  # about 100-130 MiB of Parquet per file for metadata_records
+
+
+def _sized(source: DataFrame, rows_hint: int) -> DataFrame:
+    """The source range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows (`rows_hint`
+    bounds the rows): parallel tasks then write files of a sensible size, each a contiguous stretch of the log,
+    which the replay's reads by offset skip or take whole."""
+    return source.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
+
+
 def _own_session(spark: SparkSession) -> SparkSession:
     """A session sharing `spark`'s context and cache but with its own SQL conf and temp views (Spark Connect: the
     same session)."""
     try:
-        return spark.newSession()
+        own = spark.newSession()
     except Exception:
-        return spark
+        own = spark
+    with contextlib.suppress(Exception):  # MERGE would otherwise funnel a cluster's rows (one partition) into one task
+        own.conf.set("spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "false")
+    return own
 
 
 _SNAPSHOT_ID = ("stream", "snapshot_end_offset", "snapshot_epoch")
@@ -1140,8 +1162,16 @@ def quarantine_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataF
     return rows.dropDuplicates(["content_hash"]).select(*cols)
 
 
-def _record_condition(cluster: str) -> str:
+def _record_condition(cluster: str, log_offsets: tuple[int, int] | None = None) -> str:
+    """The MERGE's match: the record key, and literal bounds on the stored rows (log records in the source's offset
+    range, or snapshot rows), so Delta reads only the files that can hold a match: an ingest past what the lake
+    holds reads none of them and is in effect an append. It stays a MERGE because a blind append never conflicts:
+    two ingests of one dump at once would both land, where MERGE's conflict check makes the second find the first's
+    rows on retry."""
     parts = [f"t.cluster_id = {_sql_string(cluster)}", "t.cluster_id = s.cluster_id"]
+    in_range = "FALSE" if log_offsets is None else (
+        f"t.offset BETWEEN {int(log_offsets[0])} AND {int(log_offsets[1])}")
+    parts.append(f"((t.stream = 'log' AND {in_range}) OR t.stream <> 'log')")
     for col in RECORD_KEY[1:]:
         op = "<=>" if col in _NULLABLE_KEY else "="
         parts.append(f"t.`{col}` {op} s.`{col}`")
@@ -1287,8 +1317,9 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             report.records_new = _merge(
-                spark, lake, METADATA_RECORDS, records_source(decoded, cluster, report.ingest_id, lake),
-                _record_condition(cluster), _user_metadata(report, METADATA_RECORDS, report.records),
+                spark, lake, METADATA_RECORDS,
+                _sized(records_source(decoded, cluster, report.ingest_id, lake), report.records),
+                _record_condition(cluster, report.log_offsets), _user_metadata(report, METADATA_RECORDS, report.records),
             )
         if report.problems:
             progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)

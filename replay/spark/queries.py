@@ -14,6 +14,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from replay.kafka.acl import AclBinding
+from replay.kafka.times import format_time
+from replay.spark.tables import Lake
 
 ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
 
@@ -45,44 +47,42 @@ class LakeState:
         return self.covered and self.complete and not self.uncertain
 
     def meta(self) -> dict[str, Any]:
-        from replay.cli import format_time
-
         return {"cluster": self.cluster, "asOfOffset": self.offset, "asOfTime": format_time(self.time),
                 "covered": self.covered, "complete": self.complete, "exact": self.exact}
 
 
-def offset_at_time(lake: Any, cluster: str, time_ms: int) -> int | None:
+def offset_at_time(lake: Lake, cluster: str, time_ms: int) -> int | None:
     """DESIGN.md §3.8: the last offset whose time is <= time_ms."""
     row = (lake.read("offset_times").where((F.col("cluster_id") == cluster) & (F.col("time") <= time_ms))
            .agg(F.max("offset").alias("o")).first())
     return None if row is None or row["o"] is None else int(row["o"])
 
 
-def time_of_offset(lake: Any, cluster: str, offset: int) -> int | None:
+def time_of_offset(lake: Lake, cluster: str, offset: int) -> int | None:
     row = (lake.read("offset_times").where((F.col("cluster_id") == cluster) & (F.col("offset") <= offset))
            .agg(F.max_by("time", "offset").alias("t")).first())
     return None if row is None or row["t"] is None else int(row["t"])
 
 
-def last_offset(lake: Any, cluster: str) -> int | None:
+def last_offset(lake: Lake, cluster: str) -> int | None:
     row = lake.read("log_coverage").where((F.col("cluster_id") == cluster) & (F.col("kind") != "incomplete")) \
         .agg(F.max("end_offset").alias("o")).first()
     return None if row is None or row["o"] is None else int(row["o"])
 
 
-def history(lake: Any, cluster: str) -> DataFrame:
+def history(lake: Lake, cluster: str) -> DataFrame:
     """Every ACL lifetime of a cluster (one row per lifetime)."""
     return lake.read("acl_history").where(F.col("cluster_id") == cluster)
 
 
-def state_frame(lake: Any, cluster: str, offset: int) -> DataFrame:
+def state_frame(lake: Lake, cluster: str, offset: int) -> DataFrame:
     """ACLs certainly or possibly live as of `offset`, with a `certainty` column."""
     h = lake.read("acl_history").where(F.col("cluster_id") == cluster)
     return (h.where(certainly_live(offset) | possibly_live(offset))
             .withColumn("certainty", F.when(certainly_live(offset), "certain").otherwise("uncertain")))
 
 
-def state_at(lake: Any, cluster: str, offset: int | None = None, time: int | None = None) -> LakeState:
+def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | None = None) -> LakeState:
     """The ACLs as of an offset or a time (default: the end of known history)."""
     if time is not None:
         offset = offset_at_time(lake, cluster, time)
@@ -102,7 +102,7 @@ def state_at(lake: Any, cluster: str, offset: int | None = None, time: int | Non
                      certain, uncertain, bool(kinds & {"log", "snapshot"}), "incomplete" not in kinds)
 
 
-def changes_between(lake: Any, cluster: str, start: int | None = None, end: int | None = None,
+def changes_between(lake: Lake, cluster: str, start: int | None = None, end: int | None = None,
                     start_time: int | None = None, end_time: int | None = None) -> DataFrame:
     """Visible changes with start < offset <= end (by offset, or by time through offset_times)."""
     if start_time is not None:
@@ -119,7 +119,7 @@ def changes_between(lake: Any, cluster: str, start: int | None = None, end: int 
     return ev.orderBy("offset", "seq")
 
 
-def register_sql_functions(lake: Any) -> list[str]:
+def register_sql_functions(lake: Lake) -> list[str]:
     """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`,
     and `acl_coverage_at(cluster, offset)` / `acl_coverage_at_time(cluster, ts)`, which say how far the answer at
     that moment can be trusted (one row: covered, complete, exact, and the numbers of certain and uncertain ACLs;

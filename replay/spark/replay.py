@@ -34,17 +34,29 @@ from __future__ import annotations
 
 import json
 import logging
-import time
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from replay.kafka.model import NOTICE_KINDS, ProblemKind
+from replay.kafka.model import (
+    ABORT_TRANSACTION_RECORD,
+    ACL_ENTRY_RECORD,
+    BEGIN_TRANSACTION_RECORD,
+    END_TRANSACTION_RECORD,
+    NOTICE_KINDS,
+    REMOVE_ACL_ENTRY_RECORD,
+    ProblemKind,
+)
+from replay.spark import resume
+from replay.spark.ordered import Running, bucket_offsets, desc_key, islands, with_missing, with_running
+from replay.spark.staging import Stages
 from replay.spark.tables import ACL_FIELDS as _ACL_FIELDS
 from replay.spark.tables import REPLAY_SCHEMAS
 
-ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT = 18, 19, 23, 24, 25
+ACL_ENTRY, ACL_REMOVE = ACL_ENTRY_RECORD, REMOVE_ACL_ENTRY_RECORD
+TXN_BEGIN, TXN_END, TXN_ABORT = BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, ABORT_TRANSACTION_RECORD
 
 
 log = logging.getLogger("replay.spark.replay")
@@ -82,8 +94,8 @@ def _py_list(ids: Column) -> Column:
 
 
 # ---- 1. copies -------------------------------------------------------------------------------------------------
-def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: DataFrame | None = None
-                ) -> tuple[DataFrame, DataFrame]:
+def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: DataFrame | None = None,
+                size: int | None = None) -> tuple[DataFrame, DataFrame]:
     """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies).
 
     `resume` (cluster_id, epoch_floor): the highest epoch of the log before these rows, when they are a suffix.
@@ -117,8 +129,8 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
                         "not): the same epoch means the same record, so one copy is damaged", "offset", "_w_epoch",
                         "_w_src", "source_file")))
     winners = ranked.where("_rank = 1").drop("_rank", "_w_epoch", "_w_text", "_w_src")
-    before = Window.partitionBy("cluster_id").orderBy("offset").rowsBetween(_UNBOUNDED, -1)
-    marked = winners.withColumn("_prev_max", F.coalesce(F.max("leader_epoch").over(before), F.lit(-1)))
+    marked = with_running(winners, "offset", ["offset"], [Running("_prev_max", "max_before", F.col("leader_epoch"))],
+                          size).withColumn("_prev_max", F.coalesce(F.col("_prev_max"), F.lit(-1)))
     if resume is not None:
         marked = (marked.join(resume.select("cluster_id", "epoch_floor"), "cluster_id", "left")
                   .withColumn("_prev_max", F.greatest("_prev_max", F.coalesce("epoch_floor", F.lit(-1))))
@@ -133,13 +145,10 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
 
 
 # ---- 2. runs and gaps ------------------------------------------------------------------------------------------
-def log_ranges(resolved: DataFrame) -> DataFrame:
-    """Gaps and islands: maximal runs of consecutive offsets, one row each (start_offset, end_offset)."""
-    offsets = resolved.select("cluster_id", "offset").distinct()
-    w = Window.partitionBy("cluster_id").orderBy("offset")
-    return (offsets.withColumn("_g", F.col("offset") - F.row_number().over(w))
-            .groupBy("cluster_id", "_g").agg(F.min("offset").alias("start_offset"), F.max("offset").alias("end_offset"))
-            .drop("_g"))
+def log_ranges(resolved: DataFrame, size: int | None = None) -> DataFrame:
+    """Gaps and islands: maximal runs of consecutive offsets, one row each (start_offset, end_offset). `resolved`
+    holds one row per offset."""
+    return islands(resolved, "offset", size)
 
 
 def unknown_gaps(ranges: DataFrame, last: DataFrame) -> DataFrame:
@@ -161,7 +170,8 @@ def unknown_gaps(ranges: DataFrame, last: DataFrame) -> DataFrame:
 def unknown_bounds(pairs: DataFrame, gaps: DataFrame) -> DataFrame:
     """For each distinct (cluster_id, _p, _q): the least and greatest offset in (_p, _q] in no dump (or null)."""
     d = pairs.select("cluster_id", "_p", "_q").distinct()
-    g = gaps.select(F.col("cluster_id").alias("_gc"), F.col("gap_start").alias("_gs"), F.col("gap_end").alias("_ge"))
+    g = F.broadcast(gaps.select(F.col("cluster_id").alias("_gc"), F.col("gap_start").alias("_gs"),
+                                F.col("gap_end").alias("_ge")))
     c = F.col
     j = d.join(g, (c("cluster_id") == c("_gc")) & (c("_ge") > c("_p")) & (c("_gs") <= c("_q")), "left")
     return j.groupBy("cluster_id", "_p", "_q").agg(
@@ -173,8 +183,8 @@ def unknown_bounds(pairs: DataFrame, gaps: DataFrame) -> DataFrame:
 _COPY = ["cluster_id", "copy"]  # a snapshot copy: one file, or one section of a dump-log text
 
 
-def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None
-              ) -> tuple[DataFrame, DataFrame, DataFrame]:
+def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
+              keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The loaded snapshots, their ACL rows, and the snapshot anomalies. A copy with any problem inside it (a
     quarantined finding other than a notice, a bad CRC, no header first, no footer) is not loaded.
 
@@ -230,8 +240,8 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
                      & F.col("decode_error").isNull())
     last_per_id = Window.partitionBy(*_COPY, "acl_id").orderBy(F.col("file_position").desc(),
                                                                F.col("record_index").desc())
-    acl = (acl.withColumn("_n", F.row_number().over(last_per_id)).where("_n = 1")  # a snapshot is a map by id
-           .select(*_COPY, "acl_id", *_ACL_FIELDS))
+    acl = keep(acl.withColumn("_n", F.row_number().over(last_per_id)).where("_n = 1")  # a snapshot is a map by id
+               .select(*_COPY, "acl_id", *_ACL_FIELDS), "snapshot_acls")
     fingerprint = (acl.groupBy(*_COPY).agg(F.sha2(F.array_join(F.array_sort(F.collect_list(
         F.concat_ws("\u0002", "acl_id", _binding_key()))), "\u0003"), 256).alias("_fp")))
     rank = Window.partitionBy("cluster_id", "snap_end").orderBy(F.col("epoch").desc(), "source_file", "copy")
@@ -245,15 +255,15 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
         F.format_string("two snapshots end at %d with different ACLs; epoch %d from %s wins", "snap_end", "_w_epoch",
                         "_w_src")))
     order = Window.partitionBy("cluster_id").orderBy("snap_end")
-    snaps = (ranked.where("_rank = 1").select(*_COPY, "source_file", "snap_end", "epoch", "snap_time")
-             .withColumn("idx", F.row_number().over(order)).withColumn("q", F.col("snap_end") - 1))
+    snaps = keep(ranked.where("_rank = 1").select(*_COPY, "source_file", "snap_end", "epoch", "snap_time")
+                 .withColumn("idx", F.row_number().over(order)).withColumn("q", F.col("snap_end") - 1), "snapshots")
     snap_acls = acl.join(snaps.select(*_COPY, "idx"), _COPY).select("cluster_id", "idx", "acl_id", *_ACL_FIELDS)
     return snaps, snap_acls, anomalies
 
 
 # ---- 4. transactions -------------------------------------------------------------------------------------------
-def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame | None = None
-                        ) -> tuple[DataFrame, DataFrame, DataFrame]:
+def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame | None = None,
+                        size: int | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The ACL records that become visible (at which offset, time and cause), the transaction anomalies, and the
     Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules).
 
@@ -272,30 +282,25 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
                            F.col("gap_end").alias("_ge"))
     key = F.col("api_key")
     is_marker = key.isin(TXN_BEGIN, TXN_END, TXN_ABORT)
-    w = Window.partitionBy("cluster_id").orderBy("offset")
-    # "the next row" as the last of the rows before in descending order: Spark evaluates a frame reaching
-    # unboundedFollowing again for every row (quadratic), a frame from unboundedPreceding incrementally
-    before = w.rowsBetween(_UNBOUNDED, -1)
-    after = Window.partitionBy("cluster_id").orderBy(F.col("offset").desc()).rowsBetween(_UNBOUNDED, -1)
     point = F.struct(F.col("offset").alias("o"), key.alias("k"), F.col("time").alias("t"))
-    u = rel.unionByName(gap_rows, allowMissingColumns=True).select(
-        "*",
-        F.coalesce(F.last("_ge", ignorenulls=True).over(before), F.lit(-1)).alias("_last_ge"),
-        F.last("_gs", ignorenulls=True).over(after).alias("_next_gs"),
-        F.coalesce(F.last(F.when(is_marker, F.col("offset")), ignorenulls=True).over(before), F.lit(-1)).alias("_pm"),
-        F.last(F.when(is_marker, key), ignorenulls=True).over(before).alias("_pm_key"),
-        F.last(F.when(is_marker, point), ignorenulls=True).over(after).alias("_nm"),
-        F.last(F.when(key.isin(TXN_END, TXN_ABORT), point), ignorenulls=True).over(after).alias("_nc"),
-    ).where(F.col("_gs").isNull())
+    u = with_running(rel.unionByName(gap_rows, allowMissingColumns=True), "offset", ["offset"], [
+        Running("_last_ge", "last_before", F.col("_ge")),
+        Running("_next_gs", "first_after", F.col("_gs")),
+        Running("_pm", "last_before", F.when(is_marker, F.col("offset"))),
+        Running("_pm_key", "last_before", F.when(is_marker, key)),
+        Running("_nm", "first_after", F.when(is_marker, point)),
+        Running("_nc", "first_after", F.when(key.isin(TXN_END, TXN_ABORT), point)),
+    ], size).where(F.col("_gs").isNull())
+    u = (u.withColumn("_last_ge", F.coalesce(F.col("_last_ge"), F.lit(-1)))
+         .withColumn("_pm", F.coalesce(F.col("_pm"), F.lit(-1))))
     u = u.withColumn("_hole", F.col("_last_ge") > F.col("_pm")).withColumn(
         "_held", F.col("_pm_key").eqNullSafe(TXN_BEGIN))
 
     # markers: nested Begins, closes without a Begin, Ends whose transaction spans a hole, a pending transaction
     markers = u.where(is_marker)
     nested = (key == TXN_BEGIN) & F.col("_held") & ~F.col("_hole")
-    wm = Window.partitionBy("cluster_id").orderBy("offset")
-    markers = markers.withColumn("_opener", F.last(F.when((key == TXN_BEGIN) & ~nested, F.col("offset")),
-                                                  ignorenulls=True).over(wm.rowsBetween(_UNBOUNDED, 0)))
+    markers = with_running(markers, "offset", ["offset"], [
+        Running("_opener", "last_upto", F.when((key == TXN_BEGIN) & ~nested, F.col("offset")))], size)
     unmatched = (key != TXN_BEGIN) & ~F.col("_held") & ~F.col("_hole")
 
     # ACL records: where each becomes visible (null: not visible, or its fate is unknown)
@@ -344,16 +349,16 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
 
 
 # ---- 5. observations and transitions ---------------------------------------------------------------------------
-def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame) -> DataFrame:
+def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, size: int | None = None) -> DataFrame:
     """Every observation of every ACL id, in its order: (pos, kind) with kind 0 for a record, 1 for a snapshot.
 
     `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none).
     """
     markers = snaps.select("cluster_id", F.col("q").alias("pos"), F.lit(1).alias("kind"), F.lit(1).alias("_m"))
     logged = visible.select("*", F.lit(0).alias("kind"), F.lit(0).alias("_m"))
-    w = Window.partitionBy("cluster_id").orderBy("pos", "kind", F.col("_m").desc()).rowsBetween(_UNBOUNDED, 0)
-    logged = (logged.unionByName(markers, allowMissingColumns=True)
-              .withColumn("sidx", F.sum("_m").over(w) + 1).where(F.col("_m") == 0).drop("_m"))
+    logged = (with_running(logged.unionByName(markers, allowMissingColumns=True), "pos",
+                           ["pos", "kind", desc_key(F.col("_m"))], [Running("_snaps", "sum_upto", F.col("_m"))], size)
+              .withColumn("sidx", F.col("_snaps") + 1).where(F.col("_m") == 0).drop("_m", "_snaps"))
     present = snap_acls.join(snaps.select("cluster_id", "idx", "q", "snap_time"), ["cluster_id", "idx"]).select(
         "cluster_id", "acl_id", *_ACL_FIELDS, F.lit(None).cast("string").alias("source_file"),
         F.lit(None).cast("long").alias("file_position"), F.lit(None).cast("long").alias("rec_off"),
@@ -437,13 +442,14 @@ def _event_rows(t: DataFrame) -> DataFrame:
     )
 
 
-def number_events(events: DataFrame) -> DataFrame:
+def number_events(events: DataFrame, size: int | None = None) -> DataFrame:
     """`seq` in application order: offset; records (by record offset) before snapshot loads; remove before create;
     then id."""
-    w = Window.partitionBy("cluster_id").orderBy(
-        "offset", F.col("rec_off").isNull(), F.coalesce(F.col("rec_off"), F.lit(-1)),
-        F.when(F.col("change") == "REMOVE", 0).otherwise(1), "acl_id")
-    return events.withColumn("seq", F.row_number().over(w)).withColumn("exact", F.col("offset_min") == F.col("offset"))
+    order = [F.col("offset"), F.col("rec_off").isNull(), F.coalesce(F.col("rec_off"), F.lit(-1)),
+             F.when(F.col("change") == "REMOVE", 0).otherwise(1), F.col("acl_id")]
+    return (with_running(events, "offset", order, [Running("seq", "row_number")], size)
+            .withColumn("seq", F.col("seq").cast("long"))
+            .withColumn("exact", F.col("offset_min") == F.col("offset")))
 
 
 def lifetimes(events: DataFrame, obs: DataFrame, last: DataFrame, gaps: DataFrame) -> DataFrame:
@@ -538,18 +544,6 @@ def coverage_frame(ranges: DataFrame, snaps: DataFrame, incomplete: DataFrame) -
     return with_missing(log.unionByName(snap_only)).unionByName(incomplete_rows)
 
 
-def with_missing(known: DataFrame) -> DataFrame:
-    """Coverage rows of what is known (log runs, snapshot-only points) and the missing stretches between them."""
-    w = Window.partitionBy("cluster_id").orderBy("start_offset")
-    prev_end = F.max("end_offset").over(w.rowsBetween(_UNBOUNDED, -1))
-    missing = (known.withColumn("_prev", F.coalesce(prev_end, F.lit(-1)))
-               .where(F.col("start_offset") > F.col("_prev") + 1)
-               .select("cluster_id", (F.col("_prev") + 1).alias("start_offset"),
-                       (F.col("start_offset") - 1).alias("end_offset"), F.lit("missing").alias("kind"),
-                       F.lit(None).cast("string").alias("source")))
-    return known.unionByName(missing)
-
-
 def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
     """One `gap` per missing stretch, saying whether a later snapshot bridges it (as the reference says it)."""
     missing = coverage.where(F.col("kind") == "missing")
@@ -576,58 +570,53 @@ def offset_times(resolved: DataFrame, snaps: DataFrame) -> DataFrame:
             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
 
 
-def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
-                   resume: DataFrame | None = None, seen: DataFrame | None = None
-                   ) -> tuple[dict[str, DataFrame], list[DataFrame], dict[str, DataFrame]]:
-    """All replay tables for every cluster in `records` (the bronze rows) and `quarantine`, as DataFrames.
+# The resolved log's columns that later steps read (runs, transactions, the time index, resume points).
+_RESOLVED_COLUMNS = ["cluster_id", "offset", "leader_epoch", "append_time", "source_file", "file_position",
+                     "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id", *_ACL_FIELDS]
 
-    Also returns the intermediate frames it materialised; unpersist them once the tables are written. They are
-    local checkpoints, not cached plans: a cached plan keeps its whole lineage, and Spark renders every cached
-    plan inside each plan that uses it, which grows with every step that reuses one. The third value holds the
-    intermediate frames `replay.spark.resume` reads (resolved log, snapshots, gaps).
+
+def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
+                   resume: DataFrame | None = None, seen: DataFrame | None = None, *, stages: Stages | None = None,
+                   span: int | None = None) -> tuple[dict[str, DataFrame], dict[str, DataFrame]]:
+    """All replay tables for every cluster in `records` (the bronze rows) and `quarantine`, as DataFrames, and the
+    intermediate frames `replay.spark.resume` reads (resolved log, snapshots, gaps, last offsets).
+
+    Frames that several later steps read are written once to `stages` (Delta, removed when the replay ends) and read
+    back; without `stages` they stay plans (small inputs and tests only). Running values over a cluster's history
+    are computed per offset range (`replay.spark.ordered`), so no step sorts a cluster's whole history in one task;
+    `span` (the most log offsets any cluster's rows cover, when the caller knows it) saves a scan to find it.
 
     A cluster with a row in `resume` is replayed from a suffix: its `records` hold only what lies after the
     snapshot at `resume_offset` (that snapshot included), and `resume` carries the state of the log before it
     (`replay.spark.resume` says which and why); `seen` lists ids observed before it. Rows at or before
     `resume_offset` come out wrong for such a cluster and are the caller's to drop.
     """
-    cached: list[DataFrame] = []
-
     def keep(df: DataFrame, step: str) -> DataFrame:
-        # fresh column identities first: a checkpoint keeps its input's, and several checkpoints of frames derived
-        # from one table would otherwise share them (which confuses Spark's optimizer in later joins and unions)
-        started = time.monotonic()
-        df = df.select(*[F.col(c).alias(c) for c in df.columns]).localCheckpoint(eager=True)
-        log.debug("replay step %s: %.1fs", step, time.monotonic() - started)
-        cached.append(df)
-        return df
+        return df if stages is None else stages.keep(df, step)
 
-    # the bronze columns the rules read, once (the raw bytes and most JSON stay in the table)
-    records = keep(records.select(*_BRONZE_COLUMNS, F.when(F.col("record_type") == "SNAPSHOT_HEADER",
-                                                           F.col("payload_json")).alias("payload_json")), "records")
-    quarantine = keep(quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section",
-                                        "file_position", "message"), "quarantine")
-    resolved, log_anomalies = resolve_log(records, high_watermark, resume)
-    resolved = keep(resolved, "resolve log")
-    ranges = keep(log_ranges(resolved), "log runs")
-    snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark)
-    snaps = keep(snaps, "snapshots")
+    size = _bucket_size(records, span)
+    records = records.select(*_BRONZE_COLUMNS, F.when(F.col("record_type") == "SNAPSHOT_HEADER",
+                                                      F.col("payload_json")).alias("payload_json"))
+    quarantine = quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section", "file_position",
+                                   "message")
+    resolved, log_anomalies = resolve_log(records, high_watermark, resume, size)
+    resolved = keep(resolved.select(*_RESOLVED_COLUMNS), "resolved")
+    ranges = keep(log_ranges(resolved, size), "runs")
+    snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark, keep)
     last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
             .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
             .groupBy("cluster_id").agg(F.max("o").alias("last_offset")))
-    last = keep(last, "last offsets")
     gaps = unknown_gaps(ranges, last)
     if resume is not None:
         gaps = _resumed_gaps(gaps, resume)
-    gaps = keep(gaps, "gaps")
-    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume)
-    obs = keep(observations(visible, snaps, snap_acls), "observations")
+    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size)
+    obs = keep(observations(visible, snaps, snap_acls, size), "observations")
     t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
                          spanning_ends), "transitions")
-    events = keep(number_events(_event_rows(t)), "events")
+    events = keep(number_events(_event_rows(t), size), "events")
     history = lifetimes(events, obs, last, gaps)
-    incomplete = keep(incomplete_ranges(snaps, t, last, gaps), "incomplete")
-    coverage = keep(coverage_frame(ranges, snaps, incomplete), "coverage")
+    incomplete = incomplete_ranges(snaps, t, last, gaps)
+    coverage = coverage_frame(ranges, snaps, incomplete)
     quarantined = quarantine.drop("text_section")
     anomalies = (log_anomalies.unionByName(snap_anomalies).unionByName(txn_anomalies)
                  .unionByName(acl_anomalies(t, snaps)).unionByName(gap_anomalies(coverage, snaps))
@@ -639,7 +628,18 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         "anomalies": anomalies,
         "offset_times": offset_times(resolved, snaps),
     }
-    return frames, cached, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
+    return frames, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
+
+
+def _bucket_size(records: DataFrame, span: int | None) -> int | None:
+    """Offsets per range for the running values, or None when every cluster's log fits in one range (then plain
+    windows per cluster are cheaper: no per-range summaries to carry)."""
+    size = bucket_offsets(records.sparkSession)
+    if span is None:
+        row = (records.where(F.col("stream") == "log").groupBy("cluster_id")
+               .agg((F.max("offset") - F.min("offset")).alias("_span")).agg(F.max("_span")).first())
+        span = row[0] if row is not None else None
+    return None if span is None or span < size else size
 
 
 def _resumed_gaps(gaps: DataFrame, resume: DataFrame) -> DataFrame:
@@ -680,7 +680,6 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
     row count per table for these clusters.
     """
     from replay import progress as progress_ui
-    from replay.spark import resume
 
     def of_clusters(table: str) -> DataFrame:
         lake.ensure(table)
@@ -700,20 +699,19 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
 
 def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
                     high_watermark: int | None, note: dict[str, Any] | None) -> None:
-    from replay.spark import resume
-
     names = list(plans)
     replay_id = resume.new_replay_id()
     resume.write_states(lake, plans, replay_id, "running", high_watermark)
     seeds = resume.seeds(lake.spark, plans)
-    frames, cached, parts = replay_records(
-        records.where(resume.suffix_filter(plans)),
-        quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans))
-    frames = resume.splice(lake, frames, plans)
     meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,
                        "modes": {c: p.mode for c, p in plans.items()}, "high_watermark": high_watermark,
                        **(note or {})})
-    try:
+    with Stages(lake, replay_id) as stages:
+        frames, parts = replay_records(
+            records.where(resume.suffix_filter(plans)),
+            quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans),
+            stages=stages, span=max(p.span for p in plans.values()))
+        frames = resume.splice(lake, frames, plans)
         points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
             parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
         last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
@@ -721,6 +719,3 @@ def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans:
             df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
             resume.write_replacing(lake, name, df, resume.replace_predicate(name, plans), meta)
         resume.write_states(lake, plans, replay_id, "done", high_watermark, points, last)
-    finally:
-        for df in cached:
-            df.unpersist()

@@ -32,7 +32,10 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from replay.spark.replay import TXN_ABORT, TXN_BEGIN, TXN_END, with_missing
+from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
+from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
+from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
+from replay.spark.ordered import with_missing
 from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
@@ -50,6 +53,7 @@ class Plan:
     state: dict[str, Any] | None = None  # the stored state resumed from
     ingest_ids: list[str] = dataclasses.field(default_factory=list)
     unchanged: bool = False  # nothing arrived since the last replay: nothing to do
+    span: int = 0  # how many log offsets the replay reads (from the resume point, or the first, to the last)
 
     @property
     def mode(self) -> str:
@@ -138,6 +142,7 @@ def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, 
     per_ingest: dict[str, dict[str, dict[str, Any]]] = {cl: {} for cl in clusters}
     rec = records.groupBy("cluster_id", "ingest_id").agg(
         F.min(F.when(c("stream") == "log", c("offset"))).alias("log_min"), F.min(snap_q).alias("snap_min"),
+        F.max(F.when(c("stream") == "log", c("offset"))).alias("log_max"),
         F.sum(F.when((c("stream") == "log") & c("api_key").isin(*_MARKERS) & ~c("is_control"), 1).otherwise(0))
         .alias("markers"))
     qua = quarantine.groupBy("cluster_id", "ingest_id").agg(
@@ -186,6 +191,11 @@ def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, 
                 plans[cluster] = full_plan(f"a transaction marker arrived after the hole before offset {q}")
             else:
                 plans[cluster] = Plan(cluster, q, f"{len(new)} new ingest(s), all after it", state, ids)
+        highs = [v for i in ids if (v := ingests[i].get("log_max")) is not None]
+        lows = [v for i in ids if (v := ingests[i].get("log_min")) is not None]
+        if highs and lows:
+            start = plans[cluster].resume_offset
+            plans[cluster].span = max(highs) - (start if start is not None else min(lows))
     return plans
 
 

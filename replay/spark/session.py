@@ -31,7 +31,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from replay.maven import DELTA_JVM_VERSION, delta_jars
 
 log = logging.getLogger("replay.spark")
 
@@ -89,8 +92,6 @@ def _active_session() -> SparkSession | None:
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    from pyspark import SparkContext
-
     if SparkContext._active_spark_context is not None:  # a context exists: the builder hands back its session
         return SparkSession.builder.getOrCreate()
     return None
@@ -117,8 +118,9 @@ def _export_package_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
 
 
-def _ship_package(spark: SparkSession) -> None:
-    """For a real cluster: zip the `replay` package and add it to every executor's Python path."""
+def ship_package(spark: SparkSession) -> None:
+    """For a real cluster: zip the `replay` package and add it to every executor's Python path (a notebook run
+    from a checkout on Databricks calls it too: the executors decode the files)."""
     root = _package_root()
     target = Path(tempfile.mkdtemp(prefix="kraft-replay-py-")) / "kraft_acl_replay.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -137,8 +139,6 @@ def _is_loopback_master(master: str) -> bool:
 
 def local_conf(master: str, app_name: str, memory: str | None) -> dict[str, str]:
     """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users)."""
-    from replay.maven import delta_jars
-
     jars = delta_jars()
     conf = {
         "spark.app.name": app_name,
@@ -209,12 +209,10 @@ def get_spark(
     spark.sparkContext.setLogLevel("WARN")
     jar_dir = Path(settings["spark.jars"].split(",")[0]).parent
     shown = str(jar_dir).replace(str(Path.home()), "~", 1)
-    from replay.maven import DELTA_JVM_VERSION
-
     if master.startswith("local"):
         _say(f"Spark: {master} with Delta {DELTA_JVM_VERSION} jars from {shown} "
              f"(driver memory {settings['spark.driver.memory']})")
     else:
-        _ship_package(spark)
+        ship_package(spark)
         _say(f"Spark: cluster {master} with Delta {DELTA_JVM_VERSION} jars from {shown}")
     return spark

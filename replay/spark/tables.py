@@ -109,7 +109,7 @@ METADATA_RECORDS_SCHEMA = StructType([
     _f("raw_key", BinaryType(), "the record's key bytes as stored"),
     _f("raw_value", BinaryType(), "the record's value bytes as stored"),
     _f("decode_error", StringType(), "why the value did not decode (the raw bytes are still here)"),
-    _f("content_hash", StringType(), "hex sha256 of offset + key + value: equal hashes at one offset are one record"),
+    _f("content_hash", BinaryType(), "sha256 of offset + key + value, first 16 bytes: equal at one offset is one record"),
     _f("ingest_id", StringType(), "the ingest that first brought this row"),
 ])
 
@@ -124,7 +124,7 @@ QUARANTINE_SCHEMA = StructType([
     _f("message", StringType(), "what is wrong, in words"),
     _f("line", IntegerType(), "dump-log text only: the line of the text"),
     _f("raw", BinaryType(), "the undecodable bytes (the decoder keeps at most 1 MiB per problem)"),
-    _f("content_hash", StringType(), "hex sha256 of kind, position, offset and raw bytes (the row's identity)"),
+    _f("content_hash", BinaryType(), "sha256 of kind, position, offset and raw bytes, first 16 bytes (the identity)"),
     _f("ingest_id", StringType(), "the ingest that first found it"),
 ])
 
@@ -364,8 +364,9 @@ class Lake:
                 if not self.exists(name):  # lost a creation race with another writer: fine; anything else: raise
                     raise
             return ref
-        have = set(self.read(name).schema.fieldNames())
-        missing = [f for f in schema.fields if f.name not in have]
+        stored = {f.name: f.dataType for f in self.read(name).schema.fields}
+        check_column_types(ref, stored, schema)
+        missing = [f for f in schema.fields if f.name not in stored]
         if missing:
             self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({ddl_columns(StructType(missing))})")
         return ref
@@ -373,6 +374,20 @@ class Lake:
     def ensure_all(self, names: list[str] | None = None) -> None:
         for name in names or list(SCHEMAS):
             self.ensure(name)
+
+
+class LakeVersionError(ValueError):
+    """A table written by another version of this tool, with a column of another type."""
+
+
+def check_column_types(ref: str, stored: dict[str, DataType], schema: StructType) -> None:
+    """A column whose type changed between versions cannot be merged into: say which, and what to do."""
+    changed = [f"{f.name} is {stored[f.name].simpleString()}, this version writes {f.dataType.simpleString()}"
+               for f in schema.fields if f.name in stored and stored[f.name] != f.dataType]
+    if changed:
+        raise LakeVersionError(
+            f"{ref} was written by another version of kraft-replay ({'; '.join(changed)}). Ingest the dumps again "
+            "into a new lake (--lake NEW_DIR or --catalog CATALOG.NEW_SCHEMA); the old lake stays readable.")
 
 
 def _split_two(text: str) -> list[str]:

@@ -227,7 +227,7 @@ def oracle(request: pytest.FixtureRequest, corpus: dict[str, str]) -> tuple[bool
     return request.param, out, err
 
 
-@pytest.mark.kafka
+@pytest.mark.jvm
 def test_stdout_equals_kafka_line_for_line(oracle: tuple[bool, list[str], list[str]],
                                            corpus: dict[str, str]) -> None:
     skip, theirs, _ = oracle
@@ -238,7 +238,7 @@ def test_stdout_equals_kafka_line_for_line(oracle: tuple[bool, list[str], list[s
     assert len(ours) == len(theirs)
 
 
-@pytest.mark.kafka
+@pytest.mark.jvm
 def test_stderr_equals_kafka(oracle: tuple[bool, list[str], list[str]], corpus: dict[str, str]) -> None:
     skip, _, theirs = oracle
     renderer = dumplog.DumpLogRenderer("4.3", skip)
@@ -248,7 +248,7 @@ def test_stderr_equals_kafka(oracle: tuple[bool, list[str], list[str]], corpus: 
     assert renderer.stderr == theirs
 
 
-@pytest.mark.kafka
+@pytest.mark.jvm
 def test_nonconsecutive_report_equals_kafka(corpus: dict[str, str]) -> None:
     paths = [corpus["gaps"], corpus["segment"], corpus["snapshot"]]
     theirs_out, theirs_err = run_kafka(paths, False)
@@ -258,7 +258,7 @@ def test_nonconsecutive_report_equals_kafka(corpus: dict[str, str]) -> None:
     assert any("is followed by" in line for line in err)
 
 
-@pytest.mark.kafka
+@pytest.mark.jvm
 def test_every_record_type_is_in_the_oracle_run(corpus: dict[str, str]) -> None:
     types = set()
     for item in batch_reader.read_file(corpus["segment"]):
@@ -583,7 +583,7 @@ def test_record_json_text_shows_unknown_tags_nested_too(corpus: dict[str, str]) 
 # ---- against the tool: whole runs ---------------------------------------------------------------------------------
 
 
-@pytest.mark.kafka
+@pytest.mark.jvm
 def test_cli_dump_log_over_several_files_equals_kafka(corpus: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     from replay import cli
 
@@ -599,7 +599,7 @@ def test_cli_dump_log_over_several_files_equals_kafka(corpus: dict[str, str], ca
         assert err[:summary_at] == theirs_err  # our problem summary follows what the tool prints
 
 
-@pytest.mark.kafka
+@pytest.mark.jvm
 def test_framing_failures_end_the_file_where_kafka_does(tmp_path: Path) -> None:
     b0 = writer.encode_batch(0, [writer.noop(), writer.noop()], 1, T0)
     b1 = writer.encode_batch(2, [writer.noop()], 1, T0)

@@ -1,8 +1,8 @@
 """Integration tests against a real Kafka 4.3.1 (`python -m pytest tests/kafka_it`): `-m kafka` for the tests that
 start a broker, `-m jvm` for those that only run Kafka's Java code from the cached jars (part of the fast suite).
 
-The session fixture `kafka_run` (a `replay.harness.itrun.KafkaRun`) formats and starts one single-node KRaft broker
-(`replay.harness.broker`), plays one generated ACL history through the Admin API (`replay.harness.driver`), stops
+The session fixture `kafka_run` (a `tests.harness.itrun.KafkaRun`) formats and starts one single-node KRaft broker
+(`tests.harness.broker`), plays one generated ACL history through the Admin API (`tests.harness.driver`), stops
 the broker cleanly, and hands the tests the metadata log it wrote plus what describeAcls said at every checkpoint.
 Measured with the default profile on two cores shared with other work (load average 6 to 10): 128 s of wall time
 for the fixture (format, broker ready in 10.6 s, 3000 Admin calls, clean stop), leaving 72 segments and 141
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from replay.harness.broker import _alive
-from replay.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun, run_once
+from tests.harness.broker import _alive
+from tests.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun, run_once
 
 _RUNS: list[dict[str, Any]] = []  # what the fixture measured, for the terminal summary
 

@@ -28,16 +28,15 @@ import pytest
 
 from replay.kafka.acl import AclBinding
 from replay.kafka.authorizer import AuthorizerError, StandardAuthorizer, java_host_address
-
-pytestmark = pytest.mark.kafka
-
-
-from replay.harness.oracle import (  # noqa: E402  (after the skip)
+from tests.harness.oracle import (
     AuthorizerOracle,
     acl_command,
     authorize_command,
     by_type_command,
 )
+
+# Kafka's StandardAuthorizer in a JVM of our own (the oracle), no broker.
+pytestmark = pytest.mark.jvm
 
 RESOURCE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"]
 OPERATIONS = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
@@ -348,6 +347,7 @@ def _principal_form(p: str) -> str:
     return "user" if ptype == "User" else "other type"
 
 
+@pytest.mark.differential
 def test_differential_against_kafka(oracle: AuthorizerOracle, report: Callable[[str], None]) -> None:
     seed = int(os.environ.get("AUTHZ_DIFF_SEED", random.randrange(1 << 32)))
     target = int(os.environ.get("AUTHZ_DIFF_QUESTIONS", "100000"))

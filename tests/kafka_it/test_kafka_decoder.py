@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from replay.harness.dumplog import acl_state, dump_each, payload_records
-from replay.harness.itrun import KafkaRun
 from replay.kafka.model import Batch, Problem
+from tests.harness.dumplog import acl_state, dump_each, payload_records
+from tests.harness.itrun import KafkaRun
 
 pytestmark = pytest.mark.kafka
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-import replay.harness.broker as broker_module
-from replay.harness import make_samples
-from replay.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, KafkaBroker, _alive
-from replay.harness.dumplog import acl_state, dump_each, payload_records
-from replay.harness.histories import PROFILES, filter_matches, generate, simulate
-from replay.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun
+import tests.harness.broker as broker_module
 from replay.kafka.acl import AclBinding
+from tests.harness import make_samples
+from tests.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, KafkaBroker, _alive
+from tests.harness.dumplog import acl_state, dump_each, payload_records
+from tests.harness.histories import PROFILES, filter_matches, generate, simulate
+from tests.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun
 
 pytestmark = pytest.mark.kafka
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from replay.harness.itrun import KafkaRun
 from replay.kafka.dump import replay_paths
 from replay.kafka.model import ProblemKind
 from replay.kafka.replayer import CoverageKind, ReplayResult
+from tests.harness.itrun import KafkaRun
 
 pytestmark = pytest.mark.kafka
 

@@ -1,4 +1,4 @@
-"""The real dumps committed in data/ (made by `python -m replay.harness.make_samples`): Kafka reads them, Kafka's own
+"""The real dumps committed in data/ (made by `python -m tests.harness.make_samples`): Kafka reads them, Kafka's own
 decoding replays to the recorded describeAcls checkpoints, and so must ours (`render_file`, `replay_paths`).
 
 No broker: these need only Java and the cached Kafka jars (Kafka's DumpLogSegments, one JVM per sample), so they
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.harness.dumplog import acl_state, dump_each, payload_records
-from replay.harness.histories import read_checkpoints
 from replay.kafka.acl import AclBinding
+from tests.harness.dumplog import acl_state, dump_each, payload_records
+from tests.harness.histories import read_checkpoints
 
 pytestmark = pytest.mark.jvm
 

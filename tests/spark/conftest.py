@@ -2,14 +2,19 @@
 
 local[2], two shuffle partitions, no UI, 2g driver. `spark` is session-scoped and stopped at the end of the run.
 Tests keep their own data small and write lakes under `tmp_path`.
+
+`sample_lake` holds the real sample dumps of `data/`, ingested and replayed once per run (each sample is its own
+cluster, named after its directory) for the tests that only read them; a test that writes makes its own lake.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from spark_dumps import SAMPLES
 
 SPARK_TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -20,6 +25,7 @@ SPARK_TEST_CONF = {
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
     "spark.databricks.delta.delta.log.cacheSize": "3",
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+    "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them
 }
 
 
@@ -35,3 +41,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     session = get_spark(master="local[2]", app_name="kraft-acl-replay-tests", memory="2g", conf=conf)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every sample in `data/` ingested into one lake (cluster = the sample's directory name) and replayed: read
+    only, shared by every test that asks about the samples, so each is ingested once per run."""
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+
+    lake = Lake(spark, str(tmp_path_factory.mktemp("samples") / "lake"))
+    for sample in SAMPLES:
+        ingest(spark, [str(sample)], cluster=sample.name, lake=lake, progress=False)
+    replay_lake(lake, [s.name for s in SAMPLES])
+    return lake

@@ -1,16 +1,20 @@
-"""Small metadata-log dumps for the Spark tests, written with `replay.kafka.writer` (no Spark here)."""
+"""Small metadata-log dumps for the Spark tests, written with `replay.kafka.writer` (no Spark here), and where the
+real sample dumps are."""
 
 from __future__ import annotations
 
 import base64
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from replay.kafka import writer
 from replay.kafka.acl import AclBinding
 from replay.kafka.files import segment_name
 
 T0 = 1_700_000_000_000
+DATA = Path(__file__).resolve().parents[2] / "data"
+SAMPLES = sorted(p for p in DATA.iterdir() if (p / "__cluster_metadata-0").is_dir())  # the real dumps a broker wrote
 ALICE_READ = AclBinding.of("TOPIC", "payments", "LITERAL", "User:alice", "*", "READ", "ALLOW")
 BOB_WRITE = AclBinding.of("TOPIC", "orders", "PREFIXED", "User:bob", "10.0.0.1", "WRITE", "DENY")
 

@@ -19,6 +19,7 @@ import pytest
 from test_notebook import DATA, broker_config, reference_who_can  # type: ignore[import-not-found]
 
 from replay import demo
+from replay.kafka import samples as sample_finding
 
 
 def _run(tmp_path: Path, data: str | None) -> tuple[int, str]:
@@ -58,8 +59,8 @@ def _answers(text: str) -> list[str]:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_demo_tour_and_plots(spark: Any, tmp_path: Path) -> None:
-    data = demo.default_data_dir()
-    samples = demo.sample_dirs(data) if data else []
+    data = sample_finding.default_data_dir()
+    samples = sample_finding.sample_dirs(data) if data else []
     code, text = _run(tmp_path, data)
     assert code == 0, text
 
@@ -121,19 +122,19 @@ def test_demo_tour_and_plots(spark: Any, tmp_path: Path) -> None:
 
 
 def test_demo_data_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert demo.sample_dirs(tmp_path / "missing") == []
+    assert sample_finding.sample_dirs(tmp_path / "missing") == []
     (tmp_path / "a" / "__cluster_metadata-0").mkdir(parents=True)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "00000000000000000000.log").write_bytes(b"")
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "README.md").write_text("not a dump")
-    assert [p.name for p in demo.sample_dirs(tmp_path)] == ["a", "b"]
-    assert demo.featured_cluster(["x", "small-snapshots", "retention-gap"]) == "retention-gap"
-    assert demo.featured_cluster(["x", "y"]) == "x"
-    monkeypatch.setenv(demo.DATA_ENV, str(tmp_path))
-    assert demo.data_dir_candidates()[0] == tmp_path
-    assert demo.default_data_dir() == str(tmp_path)
-    located = demo.locate_samples(None, str(tmp_path / "out"))
+    assert [p.name for p in sample_finding.sample_dirs(tmp_path)] == ["a", "b"]
+    assert sample_finding.featured_cluster(["x", "small-snapshots", "retention-gap"]) == "retention-gap"
+    assert sample_finding.featured_cluster(["x", "y"]) == "x"
+    monkeypatch.setenv(sample_finding.DATA_ENV, str(tmp_path))
+    assert sample_finding.data_dir_candidates()[0] == tmp_path
+    assert sample_finding.default_data_dir() == str(tmp_path)
+    located = sample_finding.locate_samples(None, str(tmp_path / "out"))
     assert ([p.name for p in located.dirs], located.synthetic) == (["a", "b"], False)
     assert located.note.startswith(f"Sample dumps in {tmp_path}: a, b")
 
@@ -142,16 +143,16 @@ def test_demo_without_samples_falls_back_to_a_synthetic_dump(tmp_path: Path, mon
     """An installed wheel has no samples: the demo says so and writes a synthetic dump; `--data` without dumps fails."""
     empty = tmp_path / "empty"
     empty.mkdir()
-    monkeypatch.setattr(demo, "data_dir_candidates", lambda: [empty])
-    assert demo.default_data_dir() is None
-    located = demo.locate_samples(None, str(tmp_path / "out"))
+    monkeypatch.setattr(sample_finding, "data_dir_candidates", lambda: [empty])
+    assert sample_finding.default_data_dir() is None
+    located = sample_finding.locate_samples(None, str(tmp_path / "out"))
     assert located.synthetic and [p.name for p in located.dirs] == ["synthetic"]
-    assert demo.sample_dirs(located.dirs[0]) == located.dirs  # a real dump directory: segments and snapshots
+    assert sample_finding.sample_dirs(located.dirs[0]) == located.dirs  # a real dump directory: segments and snapshots
     assert len(list(located.dirs[0].rglob("*.checkpoint"))) >= 2 and list(located.dirs[0].rglob("*.log"))
     assert f"looked in {empty}" in located.note and "SYNTHETIC" in located.note
-    assert "not a real Kafka log" in located.note and f"--data DIR or set ${demo.DATA_ENV}" in located.note
+    assert "not a real Kafka log" in located.note and f"--data DIR or set ${sample_finding.DATA_ENV}" in located.note
     with pytest.raises(FileNotFoundError, match="no sample dumps under"):
-        demo.locate_samples(str(empty), str(tmp_path / "out"))
+        sample_finding.locate_samples(str(empty), str(tmp_path / "out"))
     parser = argparse.ArgumentParser()
     demo.add_arguments(parser)
     err = io.StringIO()

@@ -34,18 +34,17 @@ def full_replay_rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ..
     from pyspark.sql import functions as F
 
     from replay.spark.replay import replay_records
+    from replay.spark.resume import new_replay_id
+    from replay.spark.staging import Stages
     from replay.spark.tables import REPLAY_SCHEMAS
 
     def read(t: str) -> Any:
         return lake.read(t).where(F.col("cluster_id") == cluster)
 
-    frames, cached, _ = replay_records(read("metadata_records"), read("quarantine"))
-    try:
+    with Stages(lake, new_replay_id()) as stages:
+        frames, _ = replay_records(read("metadata_records"), read("quarantine"), stages=stages)
         return {t: Counter(tuple(r) for r in frames[t].select(
             *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[t].fields]).collect()) for t in TABLES}
-    finally:
-        for df in cached:
-            df.unpersist()
 
 
 def state(lake: Any, cluster: str) -> Any:
@@ -121,6 +120,7 @@ _TXN_AND_SNAPSHOTS = {
     "codec": 0, "diverge": False, "overlap": False, "text": None}
 
 
+@pytest.mark.property
 @settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "3")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
                                  HealthCheck.too_slow])

@@ -47,7 +47,7 @@ def _commits(table_dir: str) -> set[str]:
 
 
 @pytest.mark.spark
-@pytest.mark.slow
+@pytest.mark.second_jvm
 def test_kill_during_write_leaves_tables_unchanged(spark: Any, tmp_path: Any) -> None:
     lake = Lake(spark, str(tmp_path / "lake"))
     ingest(spark, [write_dump(str(tmp_path / "small"))], "c1", lake, progress=False)

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from replay import notebook as nb
-from replay.cli import format_time
 from replay.kafka.acl import AclBinding
+from replay.kafka.times import format_time
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "kraft_acl_replay.py"

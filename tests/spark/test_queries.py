@@ -11,27 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_dumps import DATA
 
 from replay.kafka.dump import replay_paths
 
 pytestmark = pytest.mark.spark
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "retention-gap"
-CLUSTER = "gap"
+SAMPLE = DATA / "retention-gap"
+CLUSTER = SAMPLE.name  # its cluster in the shared `sample_lake` (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from replay.spark.ingest import ingest
+def lake(sample_lake: Any) -> Any:
+    """The samples' lake, ingested and replayed once per run; these tests only read it."""
     from replay.spark.queries import register_sql_functions
-    from replay.spark.replay import replay_lake
-    from replay.spark.tables import Lake
 
-    lk = Lake(spark, str(tmp_path_factory.mktemp("queries") / "lake"))
-    ingest(spark, [str(SAMPLE)], cluster=CLUSTER, lake=lk, progress=False)
-    replay_lake(lk, [CLUSTER])
-    register_sql_functions(lk)
-    return lk
+    register_sql_functions(sample_lake)
+    return sample_lake
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_dumps import SAMPLES
 
 from replay.kafka.acl import AclBinding
 from replay.kafka.dump import replay_paths
 
 pytestmark = pytest.mark.spark
 
-DATA = Path(__file__).resolve().parents[2] / "data"
-SAMPLES = sorted(p for p in DATA.iterdir() if (p / "__cluster_metadata-0").is_dir())
 FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
 
 
@@ -33,21 +32,17 @@ def _state(rows: list[Any], offset: int) -> tuple[dict[str, AclBinding], dict[st
 
 
 def test_samples_exist() -> None:
-    assert len(SAMPLES) >= 2, "data/ must hold the real sample dumps (python -m replay.harness.make_samples)"
+    assert len(SAMPLES) >= 2, "data/ must hold the real sample dumps (python -m tests.harness.make_samples)"
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.name)
-def test_sample_as_of_every_offset_equals_reference(spark: Any, tmp_path: Path, sample: Path) -> None:
+def test_sample_as_of_every_offset_equals_reference(sample_lake: Any, sample: Path) -> None:
+    """The sample, ingested and replayed in the shared `sample_lake` (conftest.py) as cluster `sample.name`."""
     from pyspark.sql import functions as F
 
-    from replay.spark.ingest import ingest
     from replay.spark.queries import state_at
-    from replay.spark.replay import replay_lake
-    from replay.spark.tables import Lake
 
-    lake = Lake(spark, str(tmp_path / "lake"))
-    ingest(spark, [str(sample)], cluster=sample.name, lake=lake, progress=False)
-    replay_lake(lake, [sample.name])
+    lake = sample_lake
     reference = replay_paths([str(sample)])
     assert reference.last_offset is not None
 

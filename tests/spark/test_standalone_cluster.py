@@ -30,10 +30,10 @@ def _rows(lake: Any, table: str) -> list[tuple[Any, ...]]:
 
 
 def test_cluster_mode_gives_the_same_tables_as_local_mode(spark: Any, tmp_path: Any) -> None:
-    from replay.harness.spark_cluster import StandaloneCluster
     from replay.spark.ingest import ingest
     from replay.spark.replay import replay_lake
     from replay.spark.tables import Lake
+    from tests.harness.spark_cluster import StandaloneCluster
 
     log = synth.generate(4242, n_batches=50)
     dump = str(tmp_path / "dump")

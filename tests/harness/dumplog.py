@@ -7,7 +7,7 @@ Runs `org.apache.kafka.tools.DumpLogSegments --cluster-metadata-decoder --files 
 The first line Kafka prints names the file (`Dumping <path>`), so the output depends on the path it was given;
 `dump_log(..., relative_to=...)` is not offered on purpose: compare after the first line, or pass the same path.
 
-Command line: `python -m replay.harness.dumplog [--skip-record-metadata] FILE...` prints the dump of each file.
+Command line: `python -m tests.harness.dumplog [--skip-record-metadata] FILE...` prints the dump of each file.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import tool_command
 from replay.kafka.acl import AclBinding
+from tests.harness.jvm import tool_command
 
 DUMP_LOG_MAIN = "org.apache.kafka.tools.DumpLogSegments"
 
@@ -130,7 +130,7 @@ def acl_state(records: Iterable[DumpedRecord], upto: int | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m replay.harness.dumplog")
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.dumplog")
     parser.add_argument("--skip-record-metadata", action="store_true")
     parser.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args(argv)

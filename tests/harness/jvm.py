@@ -1,7 +1,7 @@
 """Java helpers: the Kafka classpath, the `java`/`javac` binaries, and compiling our own Java sources.
 
-Our Java sources live in `replay/harness/java/` (`HARNESS_SOURCES`; AuthorizerOracle.java there belongs to
-`replay.harness.oracle`, which builds it separately). They are compiled against `kafka_jars()` into
+Our Java sources live in `tests/harness/java/` (`HARNESS_SOURCES`; AuthorizerOracle.java there belongs to
+`tests.harness.oracle`, which builds it separately). They are compiled against `kafka_jars()` into
 `<cache>/harness-classes/<hash>/`, where the hash covers what the classes depend on: the sources (names and
 bytes), the names of the jars they are compiled against (Maven file names carry the versions, so another Kafka
 release recompiles) and the javac options. Anything else reuses the classes, also across processes (the output
@@ -20,6 +20,9 @@ from pathlib import Path
 from replay.maven import cache_root, kafka_jars, logging_jars
 
 JAVA_SOURCES = Path(__file__).parent / "java"
+LOG4J_TOOLS = Path(__file__).parent / "log4j2-tools.xml"
+# Java 17 prints with the platform charset unless told otherwise; resource names and principals may be non-ASCII.
+UTF8_FLAGS = ("-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8")
 HARNESS_SOURCES = ("AclHistoryDriver.java",)
 
 
@@ -56,6 +59,12 @@ def broker_classpath() -> str:
     return os.pathsep.join([kafka_classpath(), *map(str, logging_jars())])
 
 
+def tool_command(main_class: str, *args: str, heap: str = "256m") -> list[str]:
+    """`java ... <main_class> args` with the Kafka classpath and quiet tool logging (warnings to stderr)."""
+    return [java(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *UTF8_FLAGS,
+            f"-Dlog4j2.configurationFile={LOG4J_TOOLS}", "-cp", kafka_classpath(), main_class, *args]
+
+
 def compiled_classes() -> Path:
     """Compile `HARNESS_SOURCES` once per source change; return the class directory."""
     sources = [JAVA_SOURCES / name for name in HARNESS_SOURCES]
@@ -87,7 +96,3 @@ def compiled_classes() -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
-
-
-def harness_classpath() -> str:
-    return os.pathsep.join([str(compiled_classes()), kafka_classpath()])

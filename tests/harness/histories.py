@@ -238,11 +238,6 @@ def write_ops(ops: Iterable[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def read_ops(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def read_checkpoints(path: Path) -> list[dict[str, Any]]:
     """The driver's checkpoint lines; `acls` become a frozenset of AclBinding."""
     out = []

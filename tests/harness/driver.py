@@ -11,9 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import LOG4J_TOOLS, UTF8_FLAGS
-from replay.harness.jvm import compiled_classes, java, kafka_classpath
 from replay.maven import logging_jars
+from tests.harness.jvm import LOG4J_TOOLS, UTF8_FLAGS, compiled_classes, java, kafka_classpath
 
 DRIVER_MAIN = "AclHistoryDriver"
 

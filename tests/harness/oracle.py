@@ -25,9 +25,9 @@ from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
 
-from replay.harness import jvm
 from replay.kafka.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from replay.maven import KAFKA_VERSION, cache_root, kafka_jars
+from tests.harness import jvm
 
 SOURCE = Path(__file__).parent / "java" / "AuthorizerOracle.java"
 MAIN_CLASS = "AuthorizerOracle"

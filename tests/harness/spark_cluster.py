@@ -6,7 +6,7 @@ started directly. Usage::
     with StandaloneCluster(cores=2, memory="2g") as cluster:
         run `kraft-replay ingest ... --master {cluster.url}`
 
-or by hand: `python -m replay.harness.spark_cluster` (runs until Ctrl-C and prints the master URL).
+or by hand: `python -m tests.harness.spark_cluster` (runs until Ctrl-C and prints the master URL).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One real broker run for the integration tests (`tests/kafka_it/conftest.py`) and for people at a shell:
 
-    from replay.harness.itrun import run_once
+    from tests.harness.itrun import run_once
     run = run_once(Path("/tmp/k"), profile="small", seed=3)
     run.checkpoints[-1]["acls"], run.segments(), run.kafka_dump(run.segments()[0])
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, BrokerConfig, KafkaBroker
-from replay.harness.driver import run_history
-from replay.harness.dumplog import dump_each
-from replay.harness.histories import generate, read_checkpoints, write_ops
+from tests.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, BrokerConfig, KafkaBroker
+from tests.harness.driver import run_history
+from tests.harness.dumplog import dump_each
+from tests.harness.histories import generate, read_checkpoints, write_ops
 
 # Small snapshots and segments so that a few hundred Admin calls leave several of each: a snapshot after 8 KiB of
 # records or after one second, whichever comes first (both kinds happen in a run; see KafkaRun.snapshot_triggers).

@@ -1,7 +1,7 @@
-"""Regenerate the sample dumps in `data/`: `python -m replay.harness.make_samples [--out data] [NAME ...]`.
+"""Regenerate the sample dumps in `data/`: `python -m tests.harness.make_samples [--out data] [NAME ...]`.
 
-Each sample is one real Kafka 4.3.1 broker (see `replay.harness.broker`) playing one generated ACL history
-(`replay.harness.histories`) through the Admin API (`java/AclHistoryDriver.java`), then stopped cleanly. Copied
+Each sample is one real Kafka 4.3.1 broker (see `tests.harness.broker`) playing one generated ACL history
+(`tests.harness.histories`) through the Admin API (`java/AclHistoryDriver.java`), then stopped cleanly. Copied
 into `data/<name>/` (the layout of the broker's `metadata.log.dir`):
 
 * `meta.properties`, `bootstrap.checkpoint`;
@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from replay.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, BrokerConfig, KafkaBroker, random_cluster_id
-from replay.harness.driver import run_history
-from replay.harness.dumplog import dump_log
-from replay.harness.histories import generate, summarize, write_ops
 from replay.maven import KAFKA_VERSION
+from tests.harness.broker import SHORT_SNAPSHOT_INTERVAL_MS, BrokerConfig, KafkaBroker, random_cluster_id
+from tests.harness.driver import run_history
+from tests.harness.dumplog import dump_log
+from tests.harness.histories import generate, summarize, write_ops
 
 SNAPSHOT_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 SEGMENT_NAME = re.compile(r"^(\d{20})\.log$")
@@ -233,7 +233,7 @@ def _readme(sample: Sample, run: dict[str, Any], facts: dict[str, Any], hist: di
 
 A real dump: Apache Kafka {KAFKA_VERSION} (Maven Central jars `org.apache.kafka:kafka_2.13` and `kafka-tools`), one
 node in KRaft combined mode (`process.roles=broker,controller`) on 127.0.0.1, with the StandardAuthorizer. Made by
-`python -m replay.harness.make_samples {sample.name}` (module `replay/harness/make_samples.py`).
+`python -m tests.harness.make_samples {sample.name}` (module `tests/harness/make_samples.py`).
 
 ## How it was made
 
@@ -241,8 +241,8 @@ node in KRaft combined mode (`process.roles=broker,controller`) on 127.0.0.1, wi
    (cluster id derived from seed {sample.seed}).
 2. `java -Xmx{sample.config.heap} -cp <kafka jars> kafka.Kafka server.properties`; ready in
    {', '.join(f'{s:.1f}' for s in run['start_seconds'])} s.
-3. The history `replay.harness.histories.generate("{sample.profile}", seed={sample.seed})` (`history.jsonl`),
-   played by `AclHistoryDriver` (`replay/harness/java/`) through the Admin API: one CreateAcls call per `create`
+3. The history `tests.harness.histories.generate("{sample.profile}", seed={sample.seed})` (`history.jsonl`),
+   played by `AclHistoryDriver` (`tests/harness/java/`) through the Admin API: one CreateAcls call per `create`
    line, one DeleteAcls call per `delete` line, describeAcls(ANY) and describeMetadataQuorum at each checkpoint.
 4. SIGTERM, clean shutdown; then the files below were copied.
 {restart}{notes}
@@ -315,7 +315,7 @@ def write_readme(sample: Sample, dest: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m replay.harness.make_samples")
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.make_samples")
     parser.add_argument("--out", type=Path, default=Path("data"))
     parser.add_argument("--readme-only", action="store_true", help="rewrite the READMEs of existing samples")
     parser.add_argument("names", nargs="*", help=f"which samples (default all): {', '.join(SAMPLES)}")

@@ -1,6 +1,6 @@
 """A real single-node Kafka 4.3.1 in KRaft combined mode (broker + controller in one JVM) on 127.0.0.1.
 
-Used by the integration tests (`tests/kafka_it`) and by `python -m replay.harness.make_samples`.
+Used by the integration tests (`tests/kafka_it`) and by `python -m tests.harness.make_samples`.
 
 What it runs, exactly (see `BrokerConfig.properties()` for the full file):
 
@@ -26,12 +26,12 @@ anything below 8 MiB in 4.3.1, the internal one has no lower bound and wins when
 
 Command line (`D` is a working directory; everything the broker writes stays under it)::
 
-    python -m replay.harness.broker start --dir D [--snapshot-bytes N] [--segment-bytes N] [--heap 512m]
+    python -m tests.harness.broker start --dir D [--snapshot-bytes N] [--segment-bytes N] [--heap 512m]
         formats D on first use, starts the broker in the background, prints bootstrap address, metadata dir,
         pid and the start time, and writes D/broker.json
-    python -m replay.harness.broker stop --dir D
+    python -m tests.harness.broker stop --dir D
         SIGTERM to the recorded pid, waits up to 30 s, then SIGKILL
-    python -m replay.harness.broker run-history --dir D --profile small --seed 7 [--out D/checkpoints.jsonl]
+    python -m tests.harness.broker run-history --dir D --profile small --seed 7 [--out D/checkpoints.jsonl]
         formats, starts, plays a generated ACL history with the Admin API driver, stops; prints a summary
 
 Layout of D: `config/server.properties`, `meta/` (metadata.log.dir: meta.properties, bootstrap.checkpoint,
@@ -57,18 +57,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from replay.harness.jvm import broker_classpath, java, kafka_classpath
 from replay.maven import KAFKA_VERSION
+from tests.harness.driver import run_history
+from tests.harness.histories import generate, write_ops
+from tests.harness.jvm import UTF8_FLAGS, broker_classpath, java, tool_command
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 STORAGE_TOOL = "kafka.tools.StorageTool"  # what bin/kafka-storage.sh runs
 SERVER_MAIN = "kafka.Kafka"  # what bin/kafka-server-start.sh runs
 READY_LINE = "Kafka Server started"  # KafkaRaftServer logs it once broker and controller are up
 LOG4J_BROKER = Path(__file__).parent / "log4j2-kafka.xml"
-LOG4J_TOOLS = Path(__file__).parent / "log4j2-tools.xml"
 NODE_ID = 1
-# Java 17 prints with the platform charset unless told otherwise; resource names and principals may be non-ASCII.
-UTF8_FLAGS = ("-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8")
 
 
 class BrokerError(RuntimeError):
@@ -173,15 +172,9 @@ class BrokerConfig:
 
 def _write_properties(path: Path, props: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [f"# written by replay.harness.broker for Kafka {KAFKA_VERSION}"]
+    lines = [f"# written by tests.harness.broker for Kafka {KAFKA_VERSION}"]
     lines += [f"{k}={v}" for k, v in props.items()]
     path.write_text("\n".join(lines) + "\n")
-
-
-def tool_command(main_class: str, *args: str, heap: str = "256m") -> list[str]:
-    """`java ... <main_class> args` with the Kafka classpath and quiet tool logging (warnings to stderr)."""
-    return [java(), f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *UTF8_FLAGS,
-            f"-Dlog4j2.configurationFile={LOG4J_TOOLS}", "-cp", kafka_classpath(), main_class, *args]
 
 
 def _is_our_java(pid: int, config: Path) -> bool:
@@ -486,7 +479,7 @@ def _config_from_args(args: argparse.Namespace) -> BrokerConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m replay.harness.broker", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.harness.broker", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     for name in ("start", "stop", "run-history"):
         p = sub.add_parser(name)
@@ -517,9 +510,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bootstrap    {broker.bootstrap}\nmetadata_dir {broker.metadata_dir}\npid          {broker.pid}\n"
               f"started in   {broker.start_seconds:.1f} s")
         return 0
-    from replay.harness.driver import run_history
-    from replay.harness.histories import generate, write_ops
-
     ops_path = args.dir / "history.jsonl"
     out = args.out or args.dir / "checkpoints.jsonl"
     args.dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,150 @@
+"""The compiled decoder (`kraft_replay_native`, Rust, in `native/`) behind the same API as `batch.read_batches`.
+
+It gives exactly what the pure-Python reference gives, item for item: the same `Batch`, `BatchHeader`, `Record`
+and `Problem` objects (kind, message, file, position, offset, raw), only faster. `batch.read_batches` uses it when
+it is installed (`pip install ./native`, which `make setup` runs); the reference is used where it is not, and
+everywhere when `KRAFT_REPLAY_PURE_PYTHON=1` is set in the process's environment (the differential tests set it
+and `refresh` to compare the two).
+
+The extension gets the schema table of `schemas.py` at import (`_init`), so value decoding follows the one table,
+and the model classes, whose slots it fills directly. Where a records area does not decompress, it asks
+`codecs.decompress` for the exact message (`_codec_fallback`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from . import codecs, kafkajson
+from .acl import AclOperation, AclPermissionType, PatternType, ResourceType
+from .files import first_offset_from_name
+from .model import CONTROL_TYPES, Batch, BatchHeader, Problem, ProblemKind, Record
+from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
+
+PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
+BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
+API = 5  # the extension's `API`: an extension built from other sources (older or newer) is not used
+
+
+def _load() -> tuple[Any, str | None]:
+    """The extension module, or None and why it is not used (not built, or built from other sources)."""
+    try:
+        ext = importlib.import_module("kraft_replay_native")
+    except ImportError:  # not built here: the pure-Python decoder is used
+        return None, "the kraft_replay_native extension is not installed"
+    if getattr(ext, "API", None) != API:
+        return None, (f"the installed kraft_replay_native (API {getattr(ext, 'API', None)}) was built from other "
+                      f"sources than this checkout (API {API}); rebuild it")
+    return ext, None
+
+
+_ext, IMPORT_ERROR = _load()
+
+
+def installed() -> bool:
+    """Whether the extension imports (whatever the environment asks for)."""
+    return _ext is not None
+
+
+def _pure_python_asked() -> bool:
+    return os.environ.get(PURE_PYTHON_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+_pure_asked = _pure_python_asked()
+
+
+def refresh() -> None:
+    """Read `KRAFT_REPLAY_PURE_PYTHON` again. It is read once, at import: `enabled` is asked for every batch the
+    ingest turns into rows, and reading the environment costs about 2 µs (more than decoding a NoOp batch)."""
+    global _pure_asked
+    _pure_asked = _pure_python_asked()
+
+
+def enabled() -> bool:
+    """Whether decoding goes through the extension: installed, and `KRAFT_REPLAY_PURE_PYTHON` was not set (to 1,
+    true, yes or on) when this module was imported or last `refresh`ed."""
+    return _ext is not None and not _pure_asked
+
+
+def _versions(v: Versions) -> tuple[int, int | None]:
+    return v.lo, v.hi
+
+
+def _schema_table() -> tuple[list[list[tuple[Any, ...]]], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The schema table flattened for the extension: structs by index (fields with the index of their struct),
+    metadata schemas and control schemas pointing at them."""
+    structs: list[list[tuple[Any, ...]]] = []
+    index: dict[int, int] = {}
+
+    def struct_id(st: Struct) -> int:
+        if id(st) in index:
+            return index[id(st)]
+        i = index[id(st)] = len(structs)
+        structs.append([])
+        structs[i] = [(f.name, f.json_name, f.element_type, f.is_array, _versions(f.versions),
+                       _versions(f.nullable_versions), f.tag, _versions(f.tagged_versions), f.default,
+                       struct_id(f.struct) if f.struct is not None else None) for f in st.fields]
+        return i
+
+    metadata = [(key, s.name, s.type_name, s.valid_versions.lo, s.valid_versions.hi, struct_id(s.struct))
+                for key, s in METADATA_SCHEMAS.items()]
+    control = [(ct, s.name, struct_id(s.struct)) for ct, s in CONTROL_SCHEMAS.items()]
+    return structs, metadata, control
+
+
+def _codec_fallback(codec: int, data: bytes) -> tuple[bool, bytes | str]:
+    """What the Python codecs make of a records area the extension could not decompress: (True, the bytes) or
+    (False, the `CodecError` message)."""
+    try:
+        return True, codecs.decompress(codec, data)
+    except codecs.CodecError as e:
+        return False, str(e)
+
+
+def _acl_names() -> list[dict[int, str]]:
+    """Each ACL enum's names by int8 code, unknown codes as UNKNOWN (`from_code`)."""
+    return [{code: enum.from_code(code).name for code in range(-128, 128)}
+            for enum in (ResourceType, PatternType, AclOperation, AclPermissionType)]
+
+
+def _init() -> None:
+    structs, metadata, control = _schema_table()
+    _ext.init(structs, metadata, control, dict(CONTROL_TYPES), (Batch, BatchHeader, Record, Problem),
+              {k.value: k for k in ProblemKind}, _codec_fallback, _acl_names(), kafkajson.java_double)
+
+
+if _ext is not None:
+    _init()
+
+
+def read_batches(
+    stream: BinaryIO,
+    source: str = "",
+    *,
+    start_position: int = 0,
+    decode_values: bool = True,
+    max_batch_size: int,
+    snapshot: bool = False,
+    records_for: frozenset[int] | None = None,
+) -> Iterator[Batch | Problem]:
+    """`batch.read_batches` (without `strict`, which the caller applies) through the extension, with the batch
+    module's `RESYNC_WINDOW` as it is at the call."""
+    from . import batch
+
+    name_offset = first_offset_from_name(source) if start_position == 0 else None
+    return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, batch.RESYNC_WINDOW,
+                             decode_values, snapshot, None if records_for is None else sorted(records_for)))
+
+
+def record_extras(records: list[Record]) -> list[tuple[str | None, bytes | None]] | None:
+    """For the ingest's rows: each record's payload JSON (`kafkajson.payload_json` / `control_json` of its decoded
+    value) and content hash (`ingest.record_hash`), computed in the extension; an item is None where the Python
+    function must be asked (no decoded value, transaction markers, an offset outside int64). None when decoding
+    does not go through the extension (`enabled`)."""
+    if not enabled():
+        return None
+    extras: list[tuple[str | None, bytes | None]] = _ext.record_extras(records)
+    return extras

@@ -1,0 +1,71 @@
+"""Running values per offset range (`replay.spark.ordered`) equal the same values over a cluster's whole history
+computed in plain Python, for every bucket size (one bucket, many, one offset per bucket)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _rows(seed: int) -> list[tuple[Any, ...]]:
+    rng = random.Random(seed)
+    rows = []
+    for cluster in ("a", "b"):
+        offset = rng.randint(0, 5)
+        for _ in range(rng.randint(0, 60)):
+            offset += rng.choice([1, 1, 1, 2, 7, 40])
+            value = rng.choice([None, None, rng.randint(-5, 50)])
+            rows.append((cluster, offset, rng.randint(0, 1), value))
+    return rows
+
+
+def _expected(rows: list[tuple[Any, ...]]) -> dict[tuple[str, int, int], dict[str, Any]]:
+    out = {}
+    for cluster in ("a", "b"):
+        mine = sorted((r for r in rows if r[0] == cluster), key=lambda r: (r[1], r[2]))
+        for i, (_, offset, tie, _value) in enumerate(mine):
+            before = [r[3] for r in mine[:i] if r[3] is not None]
+            upto = [r[3] for r in mine[: i + 1] if r[3] is not None]
+            after = [r[3] for r in mine[i + 1:] if r[3] is not None]
+            out[(cluster, offset, tie)] = {
+                "lb": before[-1] if before else None, "lu": upto[-1] if upto else None,
+                "fa": after[0] if after else None, "mb": max(before) if before else None,
+                "mu": max(upto) if upto else None, "su": sum(upto), "rn": i + 1}
+    return out
+
+
+@pytest.mark.parametrize("size", [None, 1, 3, 16, 1 << 18])
+def test_running_values_equal_whole_history_values(spark: Any, size: int | None) -> None:
+    from pyspark.sql import functions as F
+
+    from replay.spark.ordered import Running, with_running
+
+    for seed in range(4):
+        rows = _rows(seed)
+        # one row per (cluster, offset, tie): duplicates in the order would make "before" ambiguous
+        rows = list({(r[0], r[1], r[2]): r for r in rows}.values())
+        df = spark.createDataFrame(rows, "cluster_id string, offset long, tie int, v int")
+        v = F.col("v")
+        got = with_running(df, "offset", ["offset", "tie"], [
+            Running("lb", "last_before", v), Running("lu", "last_upto", v), Running("fa", "first_after", v),
+            Running("mb", "max_before", v), Running("mu", "max_upto", v), Running("su", "sum_upto", v),
+            Running("rn", "row_number")], size).collect()
+        expected = _expected(rows)
+        assert len(got) == len(rows)
+        for r in got:
+            want = expected[(r["cluster_id"], r["offset"], r["tie"])]
+            assert {k: r[k] for k in want} == want, (seed, r)
+
+
+@pytest.mark.parametrize("size", [None, 1, 4, 1 << 18])
+def test_islands_are_the_maximal_runs(spark: Any, size: int | None) -> None:
+    from replay.spark.ordered import islands
+
+    offsets = {"a": [0, 1, 2, 3, 5, 6, 9, 10, 11, 12, 13, 30], "b": [7], "c": [4, 5, 6, 7, 8, 9, 10, 11]}
+    df = spark.createDataFrame([(c, o) for c, os_ in offsets.items() for o in os_], "cluster_id string, offset long")
+    got = sorted(tuple(r) for r in islands(df, "offset", size).collect())
+    assert got == [("a", 0, 3), ("a", 5, 6), ("a", 9, 13), ("a", 30, 30), ("b", 7, 7), ("c", 4, 11)]
