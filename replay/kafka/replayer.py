@@ -607,6 +607,15 @@ class _LogCopies:
             self.relevant.setdefault(rows[bisect.bisect_right(firsts, k.record.offset) - 1], []).append(k)
         return rows
 
+    def batch_positions(self, row: int) -> Iterator[tuple[int, int, int]]:
+        """(byte position, first offset, last offset) of each batch of a row (a span's read again)."""
+        if self.batches[row] == 1:
+            yield self.position[row], self.first[row], self.last[row]
+            return
+        path = self.sources[self.source[row]]
+        for h in span_headers(self.read_raw(row), path, self.position[row]):
+            yield h.position, h.base_offset, h.last_offset
+
     def entry(self, row: int, offset: int, record: AclRecord | None, digest: bytes = b"") -> LogEntry:
         return LogEntry(offset, self.epoch[row], self.time[row], digest, record, self.sources[self.source[row]],
                         self.position[row], self.batch_last[row], bool(self.text[row]), row)
@@ -931,9 +940,9 @@ class Replayer:
     def run(self) -> ReplayResult:
         try:
             chosen = self._choose_log_copies()
+            self._drop_truncated_suffixes(chosen)
         finally:
             self._copies.close()
-        self._drop_truncated_suffixes(chosen)
         runs = LogRuns(_piece_runs(chosen))
         snapshots = [self._choose_snapshot(e) for e in sorted(self._snapshots)]
         log_last = runs.runs[-1][1] if runs.runs else None
@@ -1049,19 +1058,20 @@ class Replayer:
         for a, b, row in zip(chosen.start, chosen.end, chosen.row, strict=True):
             epoch = c.epoch[row]
             if epoch < max_epoch:
-                source, position = c.sources[c.source[row]], c.position[row]
-                for offset in range(a, b + 1):
-                    self._anomalies.append(
-                        Problem(
-                            ProblemKind.DIVERGENCE,
-                            f"record at offset {offset} has epoch {epoch} below epoch {max_epoch} of an earlier "
-                            "record: part of a truncated uncommitted suffix, not applied",
-                            source,
-                            position,
-                            offset,
+                source = c.sources[c.source[row]]
+                for position, first, last in c.batch_positions(row):
+                    for offset in range(max(a, first), min(b, last) + 1):
+                        self._anomalies.append(
+                            Problem(
+                                ProblemKind.DIVERGENCE,
+                                f"record at offset {offset} has epoch {epoch} below epoch {max_epoch} of an earlier "
+                                "record: part of a truncated uncommitted suffix, not applied",
+                                source,
+                                position,
+                                offset,
+                            )
                         )
-                    )
-                    chosen.relevant.pop(offset, None)
+                        chosen.relevant.pop(offset, None)
                 continue
             max_epoch = epoch
             start.append(a)
