@@ -40,7 +40,7 @@ import struct
 from collections.abc import Generator, Iterable, Iterator
 from typing import BinaryIO, NamedTuple, Protocol
 
-from . import codecs
+from . import codecs, native
 from .crc import crc32c
 from .files import first_offset_from_name
 from .message import (
@@ -893,11 +893,10 @@ def read_batches(
     `DecodeError` instead of being yielded. Decodes through the compiled extension when it is installed
     (`native.enabled`); the items are the same.
     """
-    from . import native
-
     if native.enabled():
         items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
-                                    max_batch_size=max_batch_size, snapshot=snapshot, records_for=records_for)
+                                    max_batch_size=max_batch_size, resync_window=RESYNC_WINDOW, snapshot=snapshot,
+                                    records_for=records_for)
     else:
         items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source,
                                decode_values, records_for)

@@ -127,15 +127,14 @@ def read_batches(
     start_position: int = 0,
     decode_values: bool = True,
     max_batch_size: int,
+    resync_window: int,
     snapshot: bool = False,
     records_for: frozenset[int] | None = None,
 ) -> Iterator[Batch | Problem]:
-    """`batch.read_batches` (without `strict`, which the caller applies) through the extension, with the batch
-    module's `RESYNC_WINDOW` as it is at the call."""
-    from . import batch
-
+    """`batch.read_batches` (without `strict`, which the caller applies) through the extension; the caller passes
+    its `RESYNC_WINDOW` as it is at the call (tests change it)."""
     name_offset = first_offset_from_name(source) if start_position == 0 else None
-    return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, batch.RESYNC_WINDOW,
+    return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, resync_window,
                              decode_values, snapshot, None if records_for is None else sorted(records_for)))
 
 
