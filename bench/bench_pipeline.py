@@ -50,7 +50,7 @@ from typing import Any
 
 from bench import realistic_log
 from bench.measure import _status_kib, process_tree
-from tests.harness import broker as kafka_harness
+from tests.harness import jvm as kafka_harness
 
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
 OUT = Path(__file__).parent / "out"

@@ -1369,6 +1369,10 @@ class ReplayState:
             )
 
     # -- snapshots
+    def _spanning_ends_in(self, p: int, q: int) -> list[int]:
+        """The Ends in (p, q] whose transaction spans a hole, in order."""
+        return self.spanning_ends[bisect.bisect_right(self.spanning_ends, p):bisect.bisect_right(self.spanning_ends, q)]
+
     def _window(self, acl_id: str, snap: SnapshotImage) -> tuple[int, int, int | None, bool]:
         """Where a change the snapshot reveals happened: (offset_min, offset, time, contradicts_log).
 
@@ -1378,7 +1382,7 @@ class ReplayState:
         q = snap.at
         p = max(self.last_seen.get(acl_id, -1), self.prev_snapshot)
         lo, hi = self.runs.unknown_min(p, q), self.runs.unknown_max(p, q)
-        ends = self.spanning_ends[bisect.bisect_right(self.spanning_ends, p):bisect.bisect_right(self.spanning_ends, q)]
+        ends = self._spanning_ends_in(p, q)
         if ends:  # an End that closed a transaction spanning a hole may have made it visible
             lo = ends[0] if lo is None else min(lo, ends[0])
             hi = ends[-1] if hi is None else max(hi, ends[-1])
@@ -1417,10 +1421,12 @@ class ReplayState:
             )
         for acl_id in [*touched, *snap.acls]:
             self.last_seen[acl_id] = q
-        # ACLs nobody recorded: created at an unknown offset since the previous snapshot, gone before this one
+        # ACLs nobody recorded: created at an unknown offset since the previous snapshot, gone before this one (a
+        # remove inside a hole takes effect only at the End of its transaction, when that End lies after the hole)
         first = self.runs.unknown_min(self.prev_snapshot, q)
         if first is not None:
-            end = max(self.runs.unknown_max(self.prev_snapshot, q) or first, self.stray_remove)
+            end = max(self.runs.unknown_max(self.prev_snapshot, q) or first, self.stray_remove,
+                      *self._spanning_ends_in(self.prev_snapshot, q))
             if end - 1 >= first:
                 self.incomplete.append((first, end - 1))
         self.stray_remove = -1

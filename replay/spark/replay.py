@@ -263,11 +263,14 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
 
 # ---- 4. transactions -------------------------------------------------------------------------------------------
 def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame | None = None,
-                        size: int | None = None) -> tuple[DataFrame, DataFrame, DataFrame]:
+                        size: int | None = None,
+                        keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df,
+                        ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The ACL records that become visible (at which offset, time and cause), the transaction anomalies, and the
     Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules).
 
-    `resume` (a suffix replay): the last transaction marker before the suffix, placed before its rows.
+    `resume` (a suffix replay): the last transaction marker before the suffix, placed before its rows. The ACL
+    records and markers with their neighbouring markers are kept once (`keep`): all three results read them.
     """
     rel = resolved.where(F.col("api_key").isin(ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT)
                          & ~F.col("is_control") & F.col("decode_error").isNull()).select(
@@ -293,8 +296,8 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
     ], size).where(F.col("_gs").isNull())
     u = (u.withColumn("_last_ge", F.coalesce(F.col("_last_ge"), F.lit(-1)))
          .withColumn("_pm", F.coalesce(F.col("_pm"), F.lit(-1))))
-    u = u.withColumn("_hole", F.col("_last_ge") > F.col("_pm")).withColumn(
-        "_held", F.col("_pm_key").eqNullSafe(TXN_BEGIN))
+    u = keep(u.withColumn("_hole", F.col("_last_ge") > F.col("_pm")).withColumn(
+        "_held", F.col("_pm_key").eqNullSafe(TXN_BEGIN)), "transactions")
 
     # markers: nested Begins, closes without a Begin, Ends whose transaction spans a hole, a pending transaction
     markers = u.where(is_marker)
@@ -507,8 +510,11 @@ def acl_anomalies(t: DataFrame, snaps: DataFrame) -> DataFrame:
 
 
 # ---- 7. completeness, coverage, anomalies ----------------------------------------------------------------------
-def incomplete_ranges(snaps: DataFrame, t: DataFrame, last: DataFrame, gaps: DataFrame) -> DataFrame:
-    """Where ACLs nobody recorded could have been live (see `replay.kafka.replayer`), as (cluster_id, start, end)."""
+def incomplete_ranges(snaps: DataFrame, t: DataFrame, last: DataFrame, gaps: DataFrame,
+                      spanning_ends: DataFrame) -> DataFrame:
+    """Where ACLs nobody recorded could have been live (see `replay.kafka.replayer`), as (cluster_id, start, end).
+    A remove inside a hole takes effect only at the End of its transaction when that End lies after the hole, so
+    such Ends (`spanning_ends`) bound the stretch like the holes do."""
     segs = (snaps.select("cluster_id", "idx", F.col("q").alias("_q"))
             .withColumn("_p", F.coalesce(F.lag("_q").over(Window.partitionBy("cluster_id").orderBy("idx")),
                                          F.lit(-1))))
@@ -517,7 +523,10 @@ def incomplete_ranges(snaps: DataFrame, t: DataFrame, last: DataFrame, gaps: Dat
              .groupBy("cluster_id", F.col("sidx").alias("idx")).agg(F.max("pos").alias("_stray")))
     closed = (segs.join(unknown_bounds(segs, gaps), ["cluster_id", "_p", "_q"])
               .join(stray, ["cluster_id", "idx"], "left")
-              .withColumn("_end", F.greatest(F.coalesce("_wmax", "_wmin"), F.coalesce("_stray", F.lit(-1))) - 1)
+              .join(unknown_bounds(segs, spanning_ends).select("cluster_id", "_p", "_q", F.col("_wmax").alias("_ends")),
+                    ["cluster_id", "_p", "_q"], "left")
+              .withColumn("_end", F.greatest(F.coalesce("_wmax", "_wmin"), F.coalesce("_stray", F.lit(-1)),
+                                             F.coalesce("_ends", F.lit(-1))) - 1)
               .where(F.col("_wmin").isNotNull() & (F.col("_end") >= F.col("_wmin")))
               .select("cluster_id", F.col("_wmin").alias("start_offset"), F.col("_end").alias("end_offset")))
     trailing = (last.join(snaps.groupBy("cluster_id").agg(F.max("q").alias("_p")), "cluster_id", "left")
@@ -609,13 +618,13 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
     gaps = unknown_gaps(ranges, last)
     if resume is not None:
         gaps = _resumed_gaps(gaps, resume)
-    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size)
+    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size, keep)
     obs = keep(observations(visible, snaps, snap_acls, size), "observations")
     t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
                          spanning_ends), "transitions")
     events = keep(number_events(_event_rows(t), size), "events")
     history = lifetimes(events, obs, last, gaps)
-    incomplete = incomplete_ranges(snaps, t, last, gaps)
+    incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)
     coverage = coverage_frame(ranges, snaps, incomplete)
     quarantined = quarantine.drop("text_section")
     anomalies = (log_anomalies.unionByName(snap_anomalies).unionByName(txn_anomalies)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -109,8 +108,6 @@ def test_nothing_missing_means_every_answer_is_exact(tmp_path_factory: Any, step
         assert answer.certain == truth.state_at(offset).certain, offset
 
 
-@pytest.mark.xfail(strict=True, reason="known bug (both engines): an ACL removed inside a hole by a transaction "
-                   "whose End lies after the hole is live until that End, but history is called complete there")
 def test_a_hole_ending_inside_a_transaction_stays_incomplete_until_its_end(tmp_path: Any) -> None:
     """Found by hypothesis: create 0, begin, delete 0 | end, retention up to the snapshot after the End. Offset 2
     lies in the hole and the delete there takes effect only at the End (offset 3), so ACL 0 is live at 2 in
