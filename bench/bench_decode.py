@@ -9,7 +9,7 @@ seconds of this process and records per CPU second, for
 
 - `full`: every record with its value decoded (what the ingest and `inspect` need),
 - `acls`: `records_for` the ACL types (what `acls PATH` needs: other records framed, not kept nor decoded),
-- `rows`: the ingest's executor side without Spark: `ingest.decode_file` into Arrow record batches as its
+- `rows`: the ingest's executor side without Spark: `ingest.decode_rows` into Arrow record batches as its
   `mapInArrow` function builds them (decoding, payload JSON, content hash, row dicts, Arrow),
 
 with the load average (another process on the machine makes CPU time grow too). Generate a realistic log with
@@ -62,7 +62,7 @@ def ingest_rows(paths: list[str]) -> tuple[int, int]:
         entry = ingest.PlannedFile(path, os.path.getsize(path), kind, local_path=path)
         buf = ingest._RowBuffer()
         with open(path, "rb") as stream:
-            for arrow in ingest._emit(ingest.decode_file(entry, stream), buf):
+            for arrow in ingest._emit(ingest.decode_rows(entry, stream), buf):
                 rows += arrow.num_rows
         if buf.rows:
             rows += buf.flush().num_rows

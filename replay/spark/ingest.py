@@ -97,6 +97,8 @@ from pyspark.sql.window import Window
 
 from replay import progress as progress_ui
 from replay.kafka import files as kfiles
+from replay.kafka import native
+from replay.kafka.acl import AclBinding
 from replay.kafka.model import CONTROL_TYPES, NOTICE_KINDS, Batch, Problem, ProblemKind, SourceKind
 from replay.spark.frames import join_null_safe
 
@@ -166,6 +168,20 @@ _DECODED_FIELDS: list[tuple[str, DataType]] = [
 ]
 DECODED_SCHEMA = StructType([StructField(n, t, True) for n, t in _DECODED_FIELDS])
 _COLUMNS = [n for n, _ in _DECODED_FIELDS]
+# A row travels as a tuple in `_COLUMNS` order (a dict per record cost more than decoding it); `_record_rows` builds
+# record rows positionally, so it names the order it relies on here.
+_FILE_FIELDS = ("source_file", "source_kind", "stream", "text_section", "snapshot_end_offset", "snapshot_epoch")
+_ROW_FIELDS = ("row_type", *_FILE_FIELDS, "file_position", "batch_base_offset", "batch_last_offset", "offset",
+               "record_index", "leader_epoch", "append_time", "record_timestamp", "codec", "crc_ok", "is_control",
+               "control_type", "api_key", "record_version", "record_type", "payload_json", "acl_id",
+               "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+               "permission_type", "raw_key", "raw_value", "decode_error", "content_hash", "kind", "message", "line",
+               "raw", "file_length")
+if list(_ROW_FIELDS) != _COLUMNS:
+    raise AssertionError("_ROW_FIELDS must list _DECODED_FIELDS in order")
+_SIZED = tuple(_COLUMNS.index(n) for n in ("raw_key", "raw_value", "raw", "payload_json"))
+_NO_BINDING = (None,) * 7
+_NO_PROBLEM = (None,) * 4
 
 
 class IngestError(RuntimeError):
@@ -500,10 +516,10 @@ class _RowBuffer:
     def rows(self) -> int:
         return len(self.pending)
 
-    def add(self, row: dict[str, Any]) -> None:
-        self.pending.append(tuple(map(row.get, _COLUMNS)))
-        for name in ("raw_key", "raw_value", "raw", "payload_json"):
-            v = row.get(name)
+    def add(self, row: tuple[Any, ...]) -> None:
+        self.pending.append(row)
+        for i in _SIZED:
+            v = row[i]
             if v is not None:
                 self.bytes += len(v)
 
@@ -532,50 +548,39 @@ def _arrow_type(t: DataType) -> Any:
     }[type(t)]
 
 
-def _record_rows(batch: Batch, base: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    from replay.kafka import native
-    from replay.kafka.acl import AclBinding
+def _as_tuple(row: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(map(row.get, _COLUMNS))
 
+
+def _file_ends(base: dict[str, Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The first and last columns of a file's record rows (the same for all of them)."""
+    return ("R", *map(base.get, _FILE_FIELDS)), (*_NO_PROBLEM, base.get("file_length"))
+
+
+def _record_rows(batch: Batch, ends: tuple[tuple[Any, ...], tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
     h = batch.header
-    codec, append_time = h.codec_name, batch.append_time  # per batch, not per record
+    file_head, tail = ends
+    head = (*file_head, h.position, h.base_offset, h.last_offset)
+    epoch, append_time, codec, crc_ok = h.partition_leader_epoch, batch.append_time, h.codec_name, h.crc_ok
     extras = native.record_extras(batch.records)  # payload JSON and hash from the compiled decoder, where in use
     for index, rec in enumerate(batch.records):
         payload, digest = extras[index] if extras is not None else (None, None)
-        row = dict(base)
-        row.update(
-            row_type="R",
-            file_position=h.position,
-            batch_base_offset=h.base_offset,
-            batch_last_offset=h.last_offset,
-            offset=rec.offset,
-            record_index=index,
-            leader_epoch=h.partition_leader_epoch,
-            append_time=append_time,
-            record_timestamp=rec.timestamp,
-            codec=codec,
-            crc_ok=h.crc_ok,
-            is_control=rec.is_control,
-            control_type=(CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None),
-            api_key=rec.api_key,
-            record_version=rec.version,
-            record_type=rec.type_name,
-            payload_json=payload if payload is not None else _payload_json(rec),
-            raw_key=rec.key,
-            raw_value=rec.value,
-            decode_error=rec.error,
-            content_hash=digest if digest is not None else record_hash(rec.offset, rec.key, rec.value),
-        )
+        acl_id: str | None = None
+        binding: tuple[Any, ...] = _NO_BINDING
         if not rec.is_control and rec.data is not None and rec.api_key in (ACL_ENTRY_API_KEY, ACL_REMOVE_API_KEY):
-            row["acl_id"] = str(rec.data.get("id"))
+            acl_id = str(rec.data.get("id"))
             if rec.api_key == ACL_ENTRY_API_KEY:
                 try:
                     b = AclBinding.from_record_data(rec.data)
-                    row.update(resource_type=b.resource_type, resource_name=b.resource_name,
-                               pattern_type=b.pattern_type, principal=b.principal, host=b.host,
-                               operation=b.operation, permission_type=b.permission_type)
+                    binding = (b.resource_type, b.resource_name, b.pattern_type, b.principal, b.host, b.operation,
+                               b.permission_type)
                 except (KeyError, TypeError, ValueError):
                     pass
-        yield row
+        yield (*head, rec.offset, index, epoch, append_time, rec.timestamp, codec, crc_ok, rec.is_control,
+               CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None,
+               rec.api_key, rec.version, rec.type_name,
+               payload if payload is not None else _payload_json(rec), acl_id, *binding, rec.key, rec.value,
+               rec.error, digest if digest is not None else record_hash(rec.offset, rec.key, rec.value), *tail)
 
 
 def _problem_row(p: Problem, base: dict[str, Any], file_name: str) -> dict[str, Any]:
@@ -600,7 +605,14 @@ def _stream_of(kind: str) -> str:
 
 
 def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any]]:
-    """The rows of one file (records, problems, or one "I" row when a sniffed file is not a metadata file)."""
+    """The rows of one file (records, problems, or one "I" row when a sniffed file is not a metadata file), as
+    dicts by column name."""
+    for row in decode_rows(entry, stream):
+        yield dict(zip(_COLUMNS, row, strict=True))
+
+
+def decode_rows(entry: PlannedFile, stream: IO[bytes]) -> Iterator[tuple[Any, ...]]:
+    """The rows of one file as `decode_file` says, each a tuple in `DECODED_SCHEMA`'s column order."""
     from replay.kafka import batch as batch_reader
 
     kind = entry.kind
@@ -613,7 +625,7 @@ def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any
         elif entry.explicit:
             kind = SourceKind.SEGMENT.value  # named by the user: the reader says what it is
         else:
-            yield {**base, "row_type": "I", "source_kind": UNKNOWN_KIND}
+            yield _as_tuple({**base, "row_type": "I", "source_kind": UNKNOWN_KIND})
             return
         stream = cast(IO[bytes], io.BufferedReader(_Prefixed(head, rest), buffer_size=1024 * 1024))
     base["source_kind"] = kind
@@ -629,19 +641,20 @@ def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any
         items = batch_reader.read_batches(cast(BinaryIO, stream), entry.uri,
                                           snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value))
     position: int | None = entry.start
+    ends = _file_ends(base)
     try:
         for item in items:
             if isinstance(item, Problem):
-                yield _problem_row(item, base, entry.name)
+                yield _as_tuple(_problem_row(item, base, entry.name))
             else:
                 position = item.header.position
-                yield from _record_rows(item, base)
+                yield from _record_rows(item, ends)
     except Exception as e:  # a decoder bug must not sink the whole ingest: the file is reported, not skipped
         p = Problem(ProblemKind.UNREADABLE_FILE,
                     f"the decoder failed after byte {position} ({type(e).__name__}: {e}); the rest of this file "
                     "is not decoded. This is a bug in kraft-acl-replay: please report it with the file",
                     entry.uri, position)
-        yield _problem_row(p, base, entry.name)
+        yield _as_tuple(_problem_row(p, base, entry.name))
 
 
 class _Limited(io.RawIOBase):
@@ -734,7 +747,7 @@ def split_plan(plan: list[PlannedFile], split_bytes: int) -> list[PlannedFile]:
     return out
 
 
-def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
     from replay.kafka import dumplog
 
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
@@ -752,9 +765,9 @@ def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) ->
             else:
                 here["stream"] = "log"
         if isinstance(item, Problem):
-            yield _problem_row(item, here, entry.name)
+            yield _as_tuple(_problem_row(item, here, entry.name))
         else:
-            yield from _record_rows(item, here)
+            yield from _record_rows(item, _file_ends(here))
 
 
 class _Prefixed(io.RawIOBase):
@@ -802,7 +815,7 @@ ProblemKind.UNREADABLE_FILE, f"cannot open: {error}", entry.uri)
     return _problem_row(p, base, entry.name)
 
 
-def _emit(rows: Iterable[dict[str, Any]], buf: _RowBuffer) -> Iterator[Any]:
+def _emit(rows: Iterable[tuple[Any, ...]], buf: _RowBuffer) -> Iterator[Any]:
     for row in rows:
         buf.add(row)
         if buf.full:
@@ -821,10 +834,10 @@ def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any)
                     try:
                         stream = _open(entry)
                     except Exception as e:
-                        yield from _emit([_unreadable(entry, e)], buf)
+                        yield from _emit([_as_tuple(_unreadable(entry, e))], buf)
                     else:
                         try:
-                            yield from _emit(decode_file(entry, stream), buf)
+                            yield from _emit(decode_rows(entry, stream), buf)
                         finally:
                             stream.close()
                     if counters is not None:
@@ -850,7 +863,7 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
                 entry = plan[path]
                 data = contents[i].as_buffer()  # zero-copy: the file is not copied into a Python bytes again
                 reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
-                yield from _emit(decode_file(entry, cast(IO[bytes], reader)), buf)
+                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf)
                 if counters is not None:
                     counters[0].add(1)
                     counters[1].add(entry.length)
