@@ -198,16 +198,28 @@ def spark_conf_dir(root: Path, label: str) -> tuple[Path, Path]:
 
 def spark_event_counts(events: Path) -> dict[str, Any]:
     """Jobs, stages (completed, i.e. run; skipped ones never start), single-task stages and their time, tasks, from
-    every event log under `events` (one per Spark application)."""
+    every event log under `events` (one per Spark application); and per step of the ingest or replay (the job
+    property `replay.spark.session.step` sets) its jobs and the seconds they ran."""
     jobs = stages = single = tasks = 0
     single_ms = stage_ms = 0
     apps = 0
+    started: dict[tuple[int, int], tuple[str, int]] = {}  # (app, job) -> (step, submission ms)
+    steps: dict[str, dict[str, float]] = {}
     for path in sorted(events.iterdir()):
         apps += 1
         with open(path, encoding="utf-8") as f:
             for line in f:
                 if '"Event":"SparkListenerJobStart"' in line:
                     jobs += 1
+                    event = json.loads(line)
+                    name = (event.get("Properties") or {}).get("kraft.replay.step", "(no step)")
+                    started[(apps, event["Job ID"])] = (name, event["Submission Time"])
+                elif '"Event":"SparkListenerJobEnd"' in line:
+                    event = json.loads(line)
+                    name, at = started.get((apps, event["Job ID"]), ("(no step)", event["Completion Time"]))
+                    step = steps.setdefault(name, {"jobs": 0, "seconds": 0.0})
+                    step["jobs"] += 1
+                    step["seconds"] = round(step["seconds"] + (event["Completion Time"] - at) / 1000, 1)
                 elif '"Event":"SparkListenerStageCompleted"' in line:
                     info = json.loads(line)["Stage Info"]
                     n = info["Number of Tasks"]
@@ -219,7 +231,8 @@ def spark_event_counts(events: Path) -> dict[str, Any]:
                         single += 1
                         single_ms += took
     return {"applications": apps, "jobs": jobs, "stages": stages, "single_task_stages": single, "tasks": tasks,
-            "stage_seconds": round(stage_ms / 1000, 1), "single_task_stage_seconds": round(single_ms / 1000, 1)}
+            "stage_seconds": round(stage_ms / 1000, 1), "single_task_stage_seconds": round(single_ms / 1000, 1),
+            "steps": dict(sorted(steps.items(), key=lambda kv: -kv[1]["seconds"]))}
 
 
 # ---- the steps ----------------------------------------------------------------------------------------------

@@ -101,6 +101,7 @@ from replay.kafka import native
 from replay.kafka.acl import AclBinding
 from replay.kafka.model import CONTROL_TYPES, NOTICE_KINDS, Batch, Problem, ProblemKind, SourceKind
 from replay.spark.frames import join_null_safe
+from replay.spark.session import step
 
 from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake
 
@@ -1260,10 +1261,11 @@ def ingest(
                 return float(counters[1].value), f"{counters[0].value}/{len(parts)} {unit}"
 
             with progress_ui.poll(read, total=float(total), desc="decode", unit="B", unit_scale=True,
-                                  enabled=progress):
+                                  enabled=progress), step(spark, "ingest: decode"):
                 summary = _summarise(decoded)
         else:
-            summary = _summarise(decoded)
+            with step(spark, "ingest: decode"):
+                summary = _summarise(decoded)
 
         sniffed_out: set[str] = set()
         problems: Counter[str] = Counter()
@@ -1329,17 +1331,19 @@ def ingest(
         # An empty side is skipped: an insert-only MERGE of nothing would not commit anyway.
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
-            report.records_new = _merge(
-                spark, lake, METADATA_RECORDS,
-                _sized(records_source(decoded, cluster, report.ingest_id, lake), report.records),
-                _record_condition(cluster, report.log_offsets), _user_metadata(report, METADATA_RECORDS, report.records),
-            )
+            with step(spark, f"ingest: write {METADATA_RECORDS}"):
+                report.records_new = _merge(
+                    spark, lake, METADATA_RECORDS,
+                    _sized(records_source(decoded, cluster, report.ingest_id, lake), report.records),
+                    _record_condition(cluster, report.log_offsets), _user_metadata(report, METADATA_RECORDS, report.records),
+                )
         if report.problems:
             progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
-            report.problems_new = _merge(
-                spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
-                _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems),
-            )
+            with step(spark, f"ingest: write {QUARANTINE}"):
+                report.problems_new = _merge(
+                    spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
+                    _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems),
+                )
         report.committed = {METADATA_RECORDS: report.records_new > 0, QUARANTINE: report.problems_new > 0}
         report.versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
     finally:

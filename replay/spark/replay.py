@@ -51,6 +51,7 @@ from replay.kafka.model import (
 )
 from replay.spark import resume
 from replay.spark.ordered import Running, bucket_offsets, desc_key, islands, with_missing, with_running
+from replay.spark.session import step
 from replay.spark.staging import Stages
 from replay.spark.tables import ACL_FIELDS as _ACL_FIELDS
 from replay.spark.tables import REPLAY_SCHEMAS
@@ -694,23 +695,26 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
         lake.ensure(table)
         return lake.read(table).where(F.col("cluster_id").isin(clusters))
 
-    records, quarantine = of_clusters("metadata_records"), of_clusters("quarantine")
-    for name in REPLAY_SCHEMAS:
-        lake.ensure(name)
-    plans = resume.plan(records, quarantine, resume.read_states(lake, clusters), clusters, high_watermark, full)
+    with step(lake.spark, "replay: plan"):
+        records, quarantine = of_clusters("metadata_records"), of_clusters("quarantine")
+        for name in REPLAY_SCHEMAS:
+            lake.ensure(name)
+        plans = resume.plan(records, quarantine, resume.read_states(lake, clusters), clusters, high_watermark, full)
     for p in plans.values():
         progress_ui.say(p.describe(), progress)
     todo = {c: p for c, p in plans.items() if not p.unchanged}
     if todo:
         _replay_planned(lake, records, quarantine, todo, high_watermark, note)
-    return {name: lake.read(name).where(F.col("cluster_id").isin(clusters)).count() for name in REPLAY_SCHEMAS}
+    with step(lake.spark, "replay: count"):
+        return {name: lake.read(name).where(F.col("cluster_id").isin(clusters)).count() for name in REPLAY_SCHEMAS}
 
 
 def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
                     high_watermark: int | None, note: dict[str, Any] | None) -> None:
     names = list(plans)
     replay_id = resume.new_replay_id()
-    resume.write_states(lake, plans, replay_id, "running", high_watermark)
+    with step(lake.spark, "replay: state"):
+        resume.write_states(lake, plans, replay_id, "running", high_watermark)
     seeds = resume.seeds(lake.spark, plans)
     meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,
                        "modes": {c: p.mode for c, p in plans.items()}, "high_watermark": high_watermark,
@@ -721,10 +725,13 @@ def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans:
             quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans),
             stages=stages, span=max(p.span for p in plans.values()))
         frames = resume.splice(lake, frames, plans)
-        points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
-            parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
-        last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
+        with step(lake.spark, "replay: resume points"):
+            points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
+                parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
+            last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
         for name, frame in frames.items():
             df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
-            resume.write_replacing(lake, name, df, resume.replace_predicate(name, plans), meta)
-        resume.write_states(lake, plans, replay_id, "done", high_watermark, points, last)
+            with step(lake.spark, f"replay: write {name}"):
+                resume.write_replacing(lake, name, df, resume.replace_predicate(name, plans), meta)
+        with step(lake.spark, "replay: state"):
+            resume.write_states(lake, plans, replay_id, "done", high_watermark, points, last)

@@ -27,7 +27,8 @@ import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +217,26 @@ def get_spark(
         ship_package(spark)
         _say(f"Spark: cluster {master} with Delta {DELTA_JVM_VERSION} jars from {shown}")
     return spark
+
+
+STEP_PROPERTY = "kraft.replay.step"
+
+
+@contextmanager
+def step(spark: SparkSession, name: str) -> Iterator[None]:
+    """Spark jobs started inside the block belong to step `name` of an ingest or replay: it is their description in
+    the Spark UI (Delta replaces it on its own jobs) and the job property `kraft.replay.step` in the event log, which
+    the benchmark sums per step. Nothing where there is no SparkContext (Spark Connect, serverless)."""
+    try:
+        sc = spark.sparkContext
+        before = (sc.getLocalProperty(STEP_PROPERTY), sc.getLocalProperty("spark.job.description"))
+        sc.setLocalProperty(STEP_PROPERTY, name)
+        sc.setJobDescription(name)
+    except Exception:
+        yield
+        return
+    try:
+        yield
+    finally:
+        sc.setLocalProperty(STEP_PROPERTY, before[0])  # type: ignore[arg-type]  # None removes the property
+        sc.setJobDescription(before[1])  # type: ignore[arg-type]

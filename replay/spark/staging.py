@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from replay.spark.session import step
 from replay.spark.tables import Lake, quote_ident
 
 log = logging.getLogger("replay.spark.staging")
@@ -49,12 +50,13 @@ class Stages:
         df = df.select(*[F.col(c).alias(c) for c in df.columns])
         path = self._path(name)
         spark = self.lake.spark
-        if path is None:
-            df.write.format("delta").mode("overwrite").saveAsTable(self._ref(name))
-            out = spark.read.table(self._ref(name))
-        else:  # plain Parquet: written once, read by this replay only, so Delta's log would be pure cost
-            df.write.mode("overwrite").parquet(path)
-            out = spark.read.parquet(path)
+        with step(spark, f"replay: {name}"):
+            if path is None:
+                df.write.format("delta").mode("overwrite").saveAsTable(self._ref(name))
+                out = spark.read.table(self._ref(name))
+            else:  # plain Parquet: written once, read by this replay only, so Delta's log would be pure cost
+                df.write.mode("overwrite").parquet(path)
+                out = spark.read.parquet(path)
         self.written.append(name)
         log.debug("replay stage %s: %.1fs", name, time.monotonic() - started)
         return out
