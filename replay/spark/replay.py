@@ -70,6 +70,10 @@ _BRONZE_COLUMNS = ["cluster_id", "stream", "source_kind", "source_file", "text_s
 
 _UNBOUNDED = Window.unboundedPreceding
 
+# The resolved log's columns that later steps read (runs, transactions, the time index, resume points).
+_RESOLVED_COLUMNS = ["cluster_id", "offset", "leader_epoch", "append_time", "source_file", "file_position",
+                     "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id", *_ACL_FIELDS]
+
 
 def _anomaly(df: DataFrame, kind: ProblemKind, offset: Column | str, source_file: Column | str | None,
              position: Column | str | None, message: Column) -> DataFrame:
@@ -96,10 +100,13 @@ def _py_list(ids: Column) -> Column:
 
 # ---- 1. copies -------------------------------------------------------------------------------------------------
 def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: DataFrame | None = None,
-                size: int | None = None) -> tuple[DataFrame, DataFrame]:
+                size: int | None = None, keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df,
+                ) -> tuple[DataFrame, DataFrame]:
     """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies).
 
     `resume` (cluster_id, epoch_floor): the highest epoch of the log before these rows, when they are a suffix.
+    The ranked copies and the winners with their running epoch are kept (`keep`): the anomalies are read from them
+    rather than ranking every record again when the anomalies table is written.
     """
     log = records.where(F.col("stream") == "log")
     if high_watermark is not None:
@@ -109,14 +116,19 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
     anomalies = _anomaly(bad, ProblemKind.SKIPPED_BAD_BATCH, "offset", "source_file", "file_position",
                          F.lit("batch with a bad CRC is not applied (Kafka's recovery truncates the log there)"))
     good = log.where(F.col("crc_ok")).withColumn("is_text", F.col("source_kind") == "dump_log_text")
+    # The winner of an offset is its first copy by epoch (highest) and preference; the other copies that are the
+    # same record (same epoch and bytes) are not findings, and each other record found there is reported once.
     pref = [F.col("is_text").asc(), F.col("source_file").asc(), F.col("file_position").asc()]
-    same_record = Window.partitionBy("cluster_id", "offset", "leader_epoch", "content_hash").orderBy(*pref)
-    copies = good.withColumn("_r", F.row_number().over(same_record)).where("_r = 1").drop("_r")
     by_offset = Window.partitionBy("cluster_id", "offset").orderBy(F.col("leader_epoch").desc(), *pref)
-    ranked = copies.select(
-        "*", F.row_number().over(by_offset).alias("_rank"), F.first("leader_epoch").over(by_offset).alias("_w_epoch"),
-        F.first("is_text").over(by_offset).alias("_w_text"), F.first("source_file").over(by_offset).alias("_w_src"))
-    losers = ranked.where("_rank > 1")
+    ranked = keep(good.select(
+        *_RESOLVED_COLUMNS, "is_text", "content_hash", F.row_number().over(by_offset).alias("_rank"),
+        F.first("leader_epoch").over(by_offset).alias("_w_epoch"), F.first("is_text").over(by_offset).alias("_w_text"),
+        F.first("source_file").over(by_offset).alias("_w_src"),
+        F.first("content_hash").over(by_offset).alias("_w_hash")), "copies")
+    same_record = Window.partitionBy("cluster_id", "offset", "leader_epoch", "content_hash").orderBy(*pref)
+    losers = (ranked.where((F.col("_rank") > 1) & ~((F.col("leader_epoch") == F.col("_w_epoch"))
+                                                    & F.col("content_hash").eqNullSafe(F.col("_w_hash"))))
+              .withColumn("_r", F.row_number().over(same_record)).where("_r = 1"))
     older = losers.where(F.col("leader_epoch") != F.col("_w_epoch"))
     anomalies = anomalies.unionByName(_anomaly(
         older, ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
@@ -129,13 +141,14 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
         F.format_string("two different records at offset %d: two copies with epoch %d differ (%s is used, %s is "
                         "not): the same epoch means the same record, so one copy is damaged", "offset", "_w_epoch",
                         "_w_src", "source_file")))
-    winners = ranked.where("_rank = 1").drop("_rank", "_w_epoch", "_w_text", "_w_src")
+    winners = ranked.where("_rank = 1").select(*_RESOLVED_COLUMNS)
     marked = with_running(winners, "offset", ["offset"], [Running("_prev_max", "max_before", F.col("leader_epoch"))],
                           size).withColumn("_prev_max", F.coalesce(F.col("_prev_max"), F.lit(-1)))
     if resume is not None:
         marked = (marked.join(resume.select("cluster_id", "epoch_floor"), "cluster_id", "left")
                   .withColumn("_prev_max", F.greatest("_prev_max", F.coalesce("epoch_floor", F.lit(-1))))
                   .drop("epoch_floor"))
+    marked = keep(marked, "resolved")
     anomalies = anomalies.unionByName(_anomaly(
         marked.where(F.col("leader_epoch") < F.col("_prev_max")), ProblemKind.DIVERGENCE, "offset", "source_file",
         "file_position",
@@ -580,11 +593,6 @@ def offset_times(resolved: DataFrame, snaps: DataFrame) -> DataFrame:
             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
 
 
-# The resolved log's columns that later steps read (runs, transactions, the time index, resume points).
-_RESOLVED_COLUMNS = ["cluster_id", "offset", "leader_epoch", "append_time", "source_file", "file_position",
-                     "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id", *_ACL_FIELDS]
-
-
 def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
                    resume: DataFrame | None = None, seen: DataFrame | None = None, *, stages: Stages | None = None,
                    span: int | None = None) -> tuple[dict[str, DataFrame], dict[str, DataFrame]]:
@@ -609,8 +617,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
                                                       F.col("payload_json")).alias("payload_json"))
     quarantine = quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section", "file_position",
                                    "message")
-    resolved, log_anomalies = resolve_log(records, high_watermark, resume, size)
-    resolved = keep(resolved.select(*_RESOLVED_COLUMNS), "resolved")
+    resolved, log_anomalies = resolve_log(records, high_watermark, resume, size, keep)
     ranges = keep(log_ranges(resolved, size), "runs")
     snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark, keep)
     last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
