@@ -1089,13 +1089,6 @@ def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condi
 ROWS_PER_FILE = 750_000  # about 100-130 MiB of Parquet per file for metadata_records
 
 
-def _sized(source: DataFrame, rows_hint: int) -> DataFrame:
-    """The source range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows (`rows_hint`
-    bounds the rows): parallel tasks then write files of a sensible size, each a contiguous stretch of the log,
-    which the replay's reads by offset skip or take whole."""
-    return source.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
-
-
 def _own_session(spark: SparkSession) -> SparkSession:
     """A session sharing `spark`'s context and cache but with its own SQL conf and temp views (Spark Connect: the
     same session)."""
@@ -1148,12 +1141,17 @@ def _known_copies_dropped(rows: DataFrame, problems: DataFrame, lake: Lake | Non
         repeats = repeats.unionByName(held)
     drop = repeats.select(*_SNAPSHOT_ID, *_COPY_KEY).distinct()
     key = [*_SNAPSHOT_ID, *_COPY_KEY]
-    return join_null_safe(rows, drop, key, "left_anti")
+    # one row per copy: broadcast, so that the records are not shuffled to meet it
+    return join_null_safe(rows, F.broadcast(drop), key, "left_anti")
 
 
-def records_source(decoded: DataFrame, cluster: str, ingest_id: str, lake: Lake | None = None) -> DataFrame:
+def records_source(decoded: DataFrame, cluster: str, ingest_id: str, lake: Lake | None = None,
+                   rows_hint: int = 0) -> DataFrame:
     """The metadata_records rows of this ingest, one per key (the first by file and position), without the
-    snapshot copies the lake already holds (`_known_copies_dropped`)."""
+    snapshot copies the lake already holds (`_known_copies_dropped`), range-partitioned by stream and offset into
+    parts of about `ROWS_PER_FILE` rows (`rows_hint` bounds the rows): parallel tasks then write files of a sensible
+    size, each a contiguous stretch of the log, which the replay's reads by offset skip or take whole. The
+    duplicate check runs inside those parts (its key holds stream and offset): the rows are shuffled once."""
     cols = SCHEMAS[METADATA_RECORDS].fieldNames()
     rows = decoded.filter(F.col("row_type") == "R").withColumns({
         "cluster_id": F.lit(cluster),
@@ -1161,6 +1159,7 @@ def records_source(decoded: DataFrame, cluster: str, ingest_id: str, lake: Lake 
         "append_ts": F.timestamp_millis(F.col("append_time")),
     })
     rows = _known_copies_dropped(rows, decoded.filter(F.col("row_type") == "Q"), lake, cluster)
+    rows = rows.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
     copy = [F.when(F.col("stream") != "log", F.col(c)).alias("_copy_" + c) for c in _COPY_KEY]
     first = Window.partitionBy(*RECORD_KEY, *[f"_copy_{c}" for c in _COPY_KEY]).orderBy(
         "source_file", "file_position", "record_index")
@@ -1334,7 +1333,7 @@ def ingest(
             with step(spark, f"ingest: write {METADATA_RECORDS}"):
                 report.records_new = _merge(
                     spark, lake, METADATA_RECORDS,
-                    _sized(records_source(decoded, cluster, report.ingest_id, lake), report.records),
+                    records_source(decoded, cluster, report.ingest_id, lake, report.records),
                     _record_condition(cluster, report.log_offsets), _user_metadata(report, METADATA_RECORDS, report.records),
                 )
         if report.problems:

@@ -32,6 +32,7 @@ copies that change earlier answers).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -713,7 +714,16 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
     if todo:
         _replay_planned(lake, records, quarantine, todo, high_watermark, note)
     with step(lake.spark, "replay: count"):
-        return {name: lake.read(name).where(F.col("cluster_id").isin(clusters)).count() for name in REPLAY_SCHEMAS}
+        return table_counts(lake, list(REPLAY_SCHEMAS), clusters)
+
+
+def table_counts(lake: Any, tables: list[str], clusters: list[str]) -> dict[str, int]:
+    """Rows per table for `clusters`, in one query (a count per table would be one Spark job or more each)."""
+    parts = [lake.read(name).where(F.col("cluster_id").isin(clusters)).select(F.lit(name).alias("_table"))
+             for name in tables]
+    union = functools.reduce(DataFrame.unionByName, parts)
+    found = {r["_table"]: r["count"] for r in union.groupBy("_table").count().collect()}
+    return {name: found.get(name, 0) for name in tables}
 
 
 def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],

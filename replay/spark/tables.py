@@ -282,6 +282,7 @@ class Lake:
         else:
             self.location = text.rstrip("/") if _URI_RE.match(text) else os.path.abspath(os.path.expanduser(text))
             self.schema_ref = ""
+        self._checked: set[tuple[str, str]] = set()  # (table, schema) whose stored columns this object has checked
 
     @classmethod
     def at_path(cls, spark: SparkSession, path: str) -> Lake:
@@ -364,11 +365,15 @@ class Lake:
                 if not self.exists(name):  # lost a creation race with another writer: fine; anything else: raise
                     raise
             return ref
+        key = (name, schema.simpleString())
+        if key in self._checked:  # reading the schema loads the table's latest snapshot: once per lake object
+            return ref
         stored = {f.name: f.dataType for f in self.read(name).schema.fields}
         check_column_types(ref, stored, schema)
         missing = [f for f in schema.fields if f.name not in stored]
         if missing:
             self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({ddl_columns(StructType(missing))})")
+        self._checked.add(key)
         return ref
 
     def ensure_all(self, names: list[str] | None = None) -> None:

@@ -1,6 +1,6 @@
 """One SparkSession with Delta for every Spark test (JVM start-up dominates; never start a second one).
 
-local[2], two shuffle partitions, no UI, 2g driver. `spark` is session-scoped and stopped at the end of the run.
+local[2], two shuffle partitions, no UI, no code generation, 2g driver. `spark` is session-scoped and stopped at the end of the run.
 Tests keep their own data small and write lakes under `tmp_path`.
 
 `sample_lake` holds the real sample dumps of `data/`, ingested and replayed once per run (each sample is its own
@@ -25,6 +25,11 @@ SPARK_TEST_CONF = {
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
     "spark.databricks.delta.delta.log.cacheSize": "3",
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+    # the tests' data are tiny: compiling Java for every new plan costs more than running it (a warm replay of a
+    # sample took 52 s with code generation, 28 s without); results are Spark's to keep equal in both modes, and
+    # the standalone-cluster test and the benchmarks run with Spark's defaults
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them
 }
 
