@@ -67,23 +67,29 @@ def tool_command(main_class: str, *args: str, heap: str = "256m") -> list[str]:
 
 def compiled_classes() -> Path:
     """Compile `HARNESS_SOURCES` once per source change; return the class directory."""
-    sources = [JAVA_SOURCES / name for name in HARNESS_SOURCES]
+    return compile_java([JAVA_SOURCES / name for name in HARNESS_SOURCES], kafka_jars(), "harness-classes")
+
+
+def compile_java(sources: list[Path], classpath: list[Path], cache_name: str) -> Path:
+    """Compile `sources` against `classpath` into `<cache>/<cache_name>/<hash>`, once per change of the sources,
+    the options or the jars' names; return that class directory. Concurrent builds are safe: the first rename wins
+    and the others' output is identical."""
     missing = [s for s in sources if not s.exists()]
     if missing:
         raise JavaError(f"missing Java sources: {missing}")
-    jars = kafka_jars()
     options = ["-nowarn", "--release", "17", "-encoding", "UTF-8"]
     h = hashlib.sha256()
     for src in sources:
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
-    h.update("\0".join([*options, *(j.name for j in jars)]).encode())
-    out = cache_root() / "harness-classes" / h.hexdigest()[:16]
+    h.update("\0".join([*options, *(j.name for j in classpath)]).encode())
+    out = cache_root() / cache_name / h.hexdigest()[:16]
     if (out / ".ok").exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="build-", dir=out.parent))
     try:
-        cmd = [_tool("javac"), *options, "-cp", os.pathsep.join(map(str, jars)), "-d", str(tmp), *map(str, sources)]
+        cmd = [_tool("javac"), *options, "-cp", os.pathsep.join(map(str, classpath)), "-d", str(tmp),
+               *map(str, sources)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise JavaError(f"javac failed:\n{proc.stdout}{proc.stderr}")

@@ -14,9 +14,7 @@ is `<cache>/authorizer-oracle/<hash>`, rebuilt only when the source (or the Kafk
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -26,7 +24,7 @@ from types import TracebackType
 from urllib.parse import quote
 
 from replay.kafka.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from replay.maven import KAFKA_VERSION, cache_root, kafka_jars
+from replay.maven import kafka_jars
 from tests.harness import jvm
 
 SOURCE = Path(__file__).parent / "java" / "AuthorizerOracle.java"
@@ -50,27 +48,10 @@ def kafka_classpath() -> str:
 
 def compiled_classes() -> Path:
     """Compile AuthorizerOracle.java once per source change; return its class directory."""
-    digest = hashlib.sha256(KAFKA_VERSION.encode() + b"\0" + SOURCE.read_bytes()).hexdigest()[:16]
-    out = cache_root() / "authorizer-oracle" / digest
-    if (out / ".ok").exists():
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="build-", dir=out.parent))
     try:
-        cmd = [_tool("javac"), "-nowarn", "--release", "17", "-encoding", "UTF-8", "-cp", kafka_classpath(),
-               "-d", str(tmp), str(SOURCE)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise OracleError(f"javac failed:\n{proc.stdout}{proc.stderr}")
-        (tmp / ".ok").write_text("ok\n")
-        try:
-            tmp.rename(out)
-        except OSError:  # a concurrent build won; its output is identical
-            if not (out / ".ok").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
+        return jvm.compile_java([SOURCE], kafka_jars(), "authorizer-oracle")
+    except jvm.JavaError as err:
+        raise OracleError(str(err)) from err
 
 
 def _q(text: str) -> str:
