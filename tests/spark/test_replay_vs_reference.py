@@ -181,7 +181,7 @@ _HOLE_ENDS_IN_TXN = {**_TXN_ACROSS_HOLE, "steps": [("create", 0), ("begin",), ("
 
 
 @pytest.mark.property
-@settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "4")), deadline=None,
+@settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "2")), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
                                  HealthCheck.too_slow])
 @given(scenarios=st.lists(SCENARIO, min_size=3, max_size=3))
