@@ -14,7 +14,7 @@ from replay.kafka import dumplog, outputs
 from replay.kafka.authorizer import InvalidArgumentError, java_host_address
 from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sources
 from replay.kafka.listing import FORMATS, render_acls, table_lines
-from replay.kafka.model import Batch, Problem, SourceKind
+from replay.kafka.model import Batch, Problem, QuestionError, SourceKind, check_offset
 from replay.kafka.times import format_time, parse_time
 
 if TYPE_CHECKING:  # Spark is imported when a lake command runs, so `inspect` and `acls` on files start quickly
@@ -159,6 +159,7 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int:
+    check_offset(args.as_of_offset)
     sources, _ignored = discover(args.paths)
     if not sources:
         print(f"kraft-replay acls: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
@@ -192,18 +193,26 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
 
 
 # ---- lake commands (Spark) ----------------------------------------------------------------------------------
-def _lake(args: argparse.Namespace) -> Lake:
+def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
+    """The lake the command names; unless the command `create`s it, a local directory that does not exist is a
+    mistake (a typo, the wrong working directory), said before Spark starts."""
     from replay.spark import session
-    from replay.spark.tables import Lake
+    from replay.spark.tables import Lake, is_catalog_location, is_uri
+
+    location = args.catalog or args.lake or "lakehouse"
+    local = not args.catalog and not is_catalog_location(location) and not is_uri(location)
+    if not create and local and not os.path.isdir(location):
+        raise QuestionError(f"no lake at {os.path.abspath(location)}: give --lake DIR of a lake that "
+                            "`kraft-replay ingest` wrote (or --catalog CATALOG.SCHEMA)")
 
     spark = session.get_spark(master=args.master)
-    return Lake(spark, args.catalog or args.lake or "lakehouse")
+    return Lake(spark, location)
 
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.ingest import IngestError, StrictIngestError, ingest
 
-    lake = _lake(args)
+    lake = _lake(args, create=True)
     try:
         report = ingest(lake.spark, args.paths, cluster=args.cluster, lake=lake, strict=args.strict,
                         progress=not args.no_progress)
@@ -532,6 +541,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args, out or sys.stdout))
+    except QuestionError as err:  # a question that cannot be answered as asked: one line, not a traceback
+        print(f"{parser.prog}: {err}", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:

@@ -41,6 +41,7 @@ from replay.kafka.acl import (
     PatternType,
     ResourceType,
 )
+from replay.kafka.model import QuestionError
 
 __all__ = [
     "ALLOWED",
@@ -57,6 +58,7 @@ __all__ = [
     "Explanation",
     "InvalidArgumentError",
     "StandardAuthorizer",
+    "check_question",
     "java_host_address",
     "parse_super_users",
 ]
@@ -100,6 +102,21 @@ _IMPLIES_DESCRIBE_CONFIGS = frozenset((int(AclOperation.DESCRIBE_CONFIGS), int(A
 
 
 # --------------------------------------------------------------------------------------------------- errors
+
+
+def check_question(principal: str, operation: str | int, resource_type: str | int) -> None:
+    """One question's fields as a Kafka client would have to send them. A typo (`--operation FROB`, a principal
+    without its type) is refused with `QuestionError` instead of being answered as an ERROR decision, which would
+    read as an answer; values Kafka parses but refuses to authorize (ANY, MATCH) still get Kafka's answer."""
+    if not isinstance(principal, str) or ":" not in principal:
+        raise QuestionError(f"principal {principal!r} is not TYPE:NAME (e.g. User:alice): Kafka principals always "
+                            "name their type")
+    for enum, value, what in ((AclOperation, operation, "operation"), (ResourceType, resource_type, "resource type")):
+        try:
+            enum.parse(value)
+        except ValueError:
+            raise QuestionError(f"{what} {value!r} is not one Kafka knows; give one of "
+                                f"{', '.join(enum.__members__)}") from None
 
 
 class AuthorizerError(Exception):

@@ -32,6 +32,22 @@ CONTROL_TYPES = {
 }
 
 
+class QuestionError(ValueError):
+    """A question that cannot be answered as asked (a negative offset, a time before all history, an unknown
+    cluster, an operation or principal Kafka would not parse): answering it with an empty state would read as "no
+    ACLs were live", so it is refused with a message that says what can be asked instead."""
+
+
+class UnknownClusterError(QuestionError):
+    """The lake holds no replayed history for the cluster named."""
+
+
+def check_offset(offset: int | None) -> None:
+    """Offsets of `__cluster_metadata` start at 0: a negative one is a mistake, not a moment before history."""
+    if offset is not None and offset < 0:
+        raise QuestionError(f"offset {offset} is negative: offsets of __cluster_metadata start at 0")
+
+
 class ProblemKind(str, Enum):
     """Everything the decoder or the replayer can find wrong. The value is the name used in tables and JSON."""
 

@@ -82,14 +82,23 @@ from pyspark.sql.functions import pandas_udf
 from replay.kafka.acl import AclBinding, AclOperation, ResourceType
 from replay.kafka.authorizer import (
     HARDCODE_PROBE_NAME,
+    check_question,
     java_host_address,
     parse_allow_everyone,
     parse_super_users,
 )
 from replay.kafka.listing import acl_dict, kafka_acls_lines, table_lines
+from replay.kafka.model import check_offset
 from replay.kafka.times import format_time
 from replay.spark.frames import join_null_safe
-from replay.spark.queries import ACL_FIELDS, certainly_live, last_offset, possibly_live, time_of_offset
+from replay.spark.queries import (
+    ACL_FIELDS,
+    certainly_live,
+    last_offset,
+    possibly_live,
+    time_of_offset,
+    unknown_cluster,
+)
 from replay.spark.tables import Lake
 
 ALLOWED, DENIED, UNKNOWN, ERROR = "ALLOWED", "DENIED", "UNKNOWN", "ERROR"
@@ -670,9 +679,14 @@ def authorize_one(spark: SparkSession, lake: Lake, cluster: str, principal: str,
     """One question, answered with the deciding ACLs spelled out (a dict ready for JSON; `render_decision` prints it).
 
     Without `offset` and `time`: as of the end of known history. `resource_name=None`: authorizeByResourceType.
+    Raises `QuestionError` for a field Kafka would not parse, a negative offset or an unknown cluster.
     """
+    check_question(principal, operation, resource_type)
+    check_offset(offset)
     if offset is None and time is None:
         offset = last_offset(lake, cluster)
+        if offset is None:
+            raise unknown_cluster(lake, cluster)
     row = {"cluster_id": cluster, "principal": principal, "host": host, "operation": operation,
            "resource_type": resource_type, "resource_name": resource_name, "offset": offset, "time": time}
     df = spark.createDataFrame([row], REQUEST_SCHEMA)

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from replay.kafka.acl import AclBinding
+from replay.kafka.model import QuestionError, UnknownClusterError, check_offset
 from replay.kafka.times import format_time
 from replay.spark.tables import Lake
 
@@ -70,6 +71,32 @@ def last_offset(lake: Lake, cluster: str) -> int | None:
     return None if row is None or row["o"] is None else int(row["o"])
 
 
+def known_clusters(lake: Lake) -> list[str]:
+    """The clusters whose replayed history the lake holds (what `--cluster` can name)."""
+    if not lake.exists("log_coverage"):
+        return []
+    return sorted(r[0] for r in lake.read("log_coverage").select("cluster_id").distinct().collect())
+
+
+def unknown_cluster(lake: Lake, cluster: str) -> UnknownClusterError:
+    """The error for a cluster the lake holds no replayed history of, naming those it does hold."""
+    clusters = known_clusters(lake)
+    named = ", ".join(repr(c) for c in clusters[:20]) + (f" and {len(clusters) - 20} more" if len(clusters) > 20 else "")
+    holds = f"it holds {named}" if clusters else "it holds no replayed cluster yet"
+    return UnknownClusterError(f"cluster {cluster!r} has no replayed history in the lake {lake.location} ({holds}); "
+                               "ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME")
+
+
+def before_history(lake: Lake, cluster: str, time_ms: int) -> QuestionError:
+    """The error for a time before the first record the lake knows of the cluster (or for an unknown cluster)."""
+    row = (lake.read("offset_times").where(F.col("cluster_id") == cluster)
+           .agg(F.min("time").alias("t"), F.min_by("offset", "time").alias("o")).first())
+    if row is None or row["t"] is None:
+        return unknown_cluster(lake, cluster)
+    return QuestionError(f"no record of cluster {cluster!r} is at or before {format_time(time_ms)}: its known history "
+                         f"starts at {format_time(row['t'])} (offset {row['o']}); what was live before is unknown")
+
+
 def history(lake: Lake, cluster: str) -> DataFrame:
     """Every ACL lifetime of a cluster (one row per lifetime)."""
     return lake.read("acl_history").where(F.col("cluster_id") == cluster)
@@ -83,21 +110,28 @@ def state_frame(lake: Lake, cluster: str, offset: int) -> DataFrame:
 
 
 def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | None = None) -> LakeState:
-    """The ACLs as of an offset or a time (default: the end of known history)."""
+    """The ACLs as of an offset or a time (default: the end of known history).
+
+    Raises `QuestionError` for a negative offset or a time before the cluster's known history, and
+    `UnknownClusterError` for a cluster the lake has not replayed: an empty answer would read as "no ACLs". An offset
+    after the known history is answered, marked not covered (what happened after the last dump is unknown)."""
+    check_offset(offset)
     if time is not None:
         offset = offset_at_time(lake, cluster, time)
         if offset is None:
-            return LakeState(cluster, None, time, {}, {}, False, False)
+            raise before_history(lake, cluster, time)
     elif offset is None:
         offset = last_offset(lake, cluster)
         if offset is None:
-            raise ValueError(f"cluster {cluster!r} has no history in this lake; run `kraft-replay ingest` first")
+            raise unknown_cluster(lake, cluster)
     rows = state_frame(lake, cluster, offset).select("acl_id", *ACL_FIELDS, "certainty").collect()
     certain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] == "certain"}
     uncertain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] != "certain"}
     cov = lake.read("log_coverage").where(
         (F.col("cluster_id") == cluster) & (F.col("start_offset") <= offset) & (F.col("end_offset") >= offset))
     kinds = {r["kind"] for r in cov.select("kind").collect()}
+    if not rows and not kinds and last_offset(lake, cluster) is None:  # nothing at all: is the cluster known?
+        raise unknown_cluster(lake, cluster)
     return LakeState(cluster, offset, time if time is not None else time_of_offset(lake, cluster, offset),
                      certain, uncertain, bool(kinds & {"log", "snapshot"}), "incomplete" not in kinds)
 

@@ -254,6 +254,11 @@ def ddl_columns(schema: StructType) -> str:
     return ", ".join(cols)
 
 
+def is_uri(location: str) -> bool:
+    """A location with a scheme (`s3a://`, `abfss://`, `dbfs:/`, `file:/`) rather than a local path."""
+    return bool(_URI_RE.match(location))
+
+
 def is_catalog_location(location: str) -> bool:
     """`catalog.schema` (two SQL identifiers, no slash) rather than a directory."""
     return "/" not in location and not _URI_RE.match(location) and bool(_CATALOG_SCHEMA_RE.match(location))

@@ -334,6 +334,41 @@ def test_acls_before_any_record_still_prints_the_summary(tmp_path: Path, capsys:
     assert "no record at or before" in err and summary_count(err, "bad_crc") == 1
 
 
+def test_wrong_questions_get_one_line_and_exit_2(small_log: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 18 item 5: a negative offset or a lake that is not there is refused, not answered with nothing."""
+    code, out, err = run(["acls", small_log, "--as-of-offset", "-7"], capsys)
+    assert code == cli.EXIT_USAGE and out == ""
+    assert "kraft-replay: offset -7 is negative: offsets of __cluster_metadata start at 0" in err.splitlines()
+    missing = tmp_path / "no-lake"
+    for argv in (["acls", "--lake", str(missing), "--cluster", "prod"],
+                 ["authorize", "--lake", str(missing), "--cluster", "prod", "--principal", "User:a", "--host",
+                  "10.0.0.1", "--operation", "READ", "--topic", "t"],
+                 ["replay", "--lake", str(missing), "--cluster", "prod"]):
+        code, out, err = run(argv, capsys)
+        assert code == cli.EXIT_USAGE and out == "", argv
+        assert err.startswith(f"kraft-replay: no lake at {missing}: give --lake DIR") and "Traceback" not in err
+
+
+def test_check_question_refuses_typos_but_not_what_kafka_parses() -> None:
+    from replay.kafka.authorizer import check_question
+    from replay.kafka.model import QuestionError, check_offset
+
+    check_question("User:alice", "READ", "TOPIC")
+    check_question("User:alice", "describe-configs", "Group")  # spelled as people do: Kafka parses these
+    check_question("User:alice", "ANY", "TOPIC")  # parsed; Kafka's authorize answers it with its own error
+    with pytest.raises(QuestionError, match=r"principal 'alice' is not TYPE:NAME \(e.g. User:alice\)"):
+        check_question("alice", "READ", "TOPIC")
+    with pytest.raises(QuestionError, match="operation 'FROB' is not one Kafka knows; give one of UNKNOWN, ANY, ALL"):
+        check_question("User:alice", "FROB", "TOPIC")
+    with pytest.raises(QuestionError, match="resource type 'TOPICS' is not one Kafka knows"):
+        check_question("User:alice", "READ", "TOPICS")
+    check_offset(0)
+    check_offset(None)
+    with pytest.raises(QuestionError, match="offset -1 is negative"):
+        check_offset(-1)
+
+
 def test_acls_with_no_records_still_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = not_a_metadata_log(tmp_path)
     code, _, err = run(["acls", *bad.paths], capsys)
@@ -429,7 +464,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         return types.SimpleNamespace(collect=lambda: [])
 
     lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql))
-    monkeypatch.setattr(cli, "_lake", lambda args: lake)
+    monkeypatch.setattr(cli, "_lake", lambda args, create=False: lake)
 
     def module(name: str, **attrs: Any) -> None:
         monkeypatch.setitem(sys.modules, f"replay.spark.{name}", types.SimpleNamespace(**attrs))

@@ -54,6 +54,42 @@ def test_sql_state_at_and_coverage_at_equal_the_reference(spark: Any, lake: Any,
     assert not hole.covered and not hole.exact
 
 
+def test_wrong_questions_raise_typed_errors(spark: Any, lake: Any, reference: Any,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 18 item 5: an unknown cluster (the error lists the lake's), a negative offset, a time before the known
+    history, a typo in a question: errors, not empty answers; the CLI says it in one line and exits 2."""
+    import io
+
+    from replay import cli
+    from replay.kafka.model import QuestionError, UnknownClusterError
+    from replay.spark.authorize import authorize_one
+    from replay.spark.queries import state_at
+
+    for offset in (5, None):
+        with pytest.raises(UnknownClusterError) as info:
+            state_at(lake, "no-such-cluster", offset=offset)
+        assert "cluster 'no-such-cluster' has no replayed history" in str(info.value)
+        assert "'retention-gap'" in str(info.value) and "'small-snapshots'" in str(info.value)
+    with pytest.raises(QuestionError, match="offset -7 is negative"):
+        state_at(lake, CLUSTER, offset=-7)
+    first = min(reference.times, key=lambda ot: ot[1])
+    with pytest.raises(QuestionError, match=rf"known history starts at .* \(offset {first[0]}\)"):
+        state_at(lake, CLUSTER, time=first[1] - 1)
+    after = state_at(lake, CLUSTER, offset=reference.last_offset + 5)  # answered, and not covered
+    assert not after.covered and after.certain == reference.state_at(reference.last_offset + 5).certain
+    with pytest.raises(QuestionError, match="operation 'FROB'"):
+        authorize_one(spark, lake, CLUSTER, "User:alice", "10.0.0.1", "FROB", "TOPIC", "t")
+    with pytest.raises(QuestionError, match="principal 'alice'"):
+        authorize_one(spark, lake, CLUSTER, "alice", "10.0.0.1", "READ", "TOPIC", "t")
+    with pytest.raises(UnknownClusterError):
+        authorize_one(spark, lake, "nope", "User:alice", "10.0.0.1", "READ", "TOPIC", "t")
+    capsys.readouterr()
+    out = io.StringIO()
+    assert cli.main(["acls", "--lake", lake.location, "--cluster", "nope"], out) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert out.getvalue() == "" and "kraft-replay: cluster 'nope' has no replayed history" in err
+
+
 def test_sql_by_time_equals_the_reference(spark: Any, lake: Any, reference: Any) -> None:
     from datetime import datetime, timezone
 
