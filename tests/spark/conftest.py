@@ -27,7 +27,7 @@ SPARK_TEST_CONF = {
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
     # the tests' data are tiny: compiling Java for every new plan costs more than running it (a warm replay of a
     # sample took 52 s with code generation, 28 s without); results are Spark's to keep equal in both modes, and
-    # the standalone-cluster test and the benchmarks run with Spark's defaults
+    # the benchmarks (bench/, which check every answer) run with Spark's defaults
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them

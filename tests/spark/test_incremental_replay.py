@@ -3,18 +3,17 @@ full replay of everything ingested gives, and the reference replayer's answers."
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replay.kafka import synth
 from replay.kafka.dump import replay_paths
-from tests.histories import STEPS
+from tests.histories import STEPS, spark_property_settings
 from tests.spark.test_replay_vs_reference import compare
 
 pytestmark = pytest.mark.spark
@@ -131,12 +130,10 @@ _TXN_AND_SNAPSHOTS = {
     "codec": 0, "diverge": False, "overlap": False, "text": None}
 
 
-# Each example is several days of ingest and replay (a few minutes on 2 cores): the suite draws one history besides
-# the explicit one (the same every run under the `ci` profile); KRAFT_REPLAY_PROPERTY_EXAMPLES=N draws more.
+# Each example is several days of ingest and replay (minutes on 2 cores): the suite runs the explicit one; see
+# `spark_property_settings` for drawing more.
 @pytest.mark.property
-@settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "1")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
-                                 HealthCheck.too_slow])
+@settings(**spark_property_settings())
 @given(scenarios=st.lists(SCENARIO, min_size=2, max_size=2), days=DAYS)
 @example(scenarios=[_TXN_AND_SNAPSHOTS, {**_TXN_AND_SNAPSHOTS, "retain": 1, "diverge": True, "text": "4.3"}],
          days=[0.3, 0.6])

@@ -12,19 +12,18 @@ time index, and the state as of every offset.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replay.kafka import synth
 from replay.kafka.dump import replay_paths
 from replay.kafka.replayer import ReplayResult
-from tests.histories import CUTS, STEPS
+from tests.histories import CUTS, STEPS, spark_property_settings
 
 pytestmark = pytest.mark.spark
 
@@ -181,9 +180,7 @@ _HOLE_ENDS_IN_TXN = {**_TXN_ACROSS_HOLE, "steps": [("create", 0), ("begin",), ("
 
 
 @pytest.mark.property
-@settings(max_examples=int(os.environ.get("KRAFT_REPLAY_PROPERTY_EXAMPLES", "2")), deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large,
-                                 HealthCheck.too_slow])
+@settings(**spark_property_settings())
 @given(scenarios=st.lists(SCENARIO, min_size=3, max_size=3))
 @example(scenarios=[_TXN_ACROSS_HOLE, _EVERYTHING, {**_EVERYTHING, "text": "4.3", "high_watermark": 9,
                                                     "diverge": False, "retain": 1, "drop": []}, _HOLE_ENDS_IN_TXN])

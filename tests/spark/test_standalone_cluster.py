@@ -45,7 +45,9 @@ def test_cluster_mode_gives_the_same_tables_as_local_mode(spark: Any, tmp_path: 
 
     remote_dir = str(tmp_path / "cluster-lake")
     with StandaloneCluster(cores=2, memory="1g", work_dir=str(tmp_path / "spark")) as cluster:
-        env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY="1g")
+        # as the in-process tests (conftest.py): no code generation, which on this tiny input costs more than it saves
+        submit = "--conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.factoryMode=NO_CODEGEN"
+        env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY="1g", PYSPARK_SUBMIT_ARGS=f"{submit} pyspark-shell")
         proc = subprocess.run(
             [sys.executable, "-m", "replay.cli", "ingest", dump, "--cluster", "c1", "--lake", remote_dir,
              "--master", cluster.url, "--no-progress"],
