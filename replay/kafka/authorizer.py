@@ -108,9 +108,11 @@ def check_question(principal: str, operation: str | int, resource_type: str | in
     """One question's fields as a Kafka client would have to send them. A typo (`--operation FROB`, a principal
     without its type) is refused with `QuestionError` instead of being answered as an ERROR decision, which would
     read as an answer; values Kafka parses but refuses to authorize (ANY, MATCH) still get Kafka's answer."""
-    if not isinstance(principal, str) or ":" not in principal:
+    try:
+        StandardAuthorizer._check_principal(principal)  # the rule, as the authorizer applies it
+    except InvalidArgumentError:
         raise QuestionError(f"principal {principal!r} is not TYPE:NAME (e.g. User:alice): Kafka principals always "
-                            "name their type")
+                            "name their type") from None
     for enum, value, what in ((AclOperation, operation, "operation"), (ResourceType, resource_type, "resource type")):
         try:
             enum.parse(value)
