@@ -212,9 +212,7 @@ from replay.kafka.samples import broker_settings
 from replay.spark.audits import register_audit_functions
 from replay.spark.queries import register_sql_functions
 
-for table in ("acl_history", "acl_events", "log_coverage", "anomalies", "offset_times", "metadata_records",
-              "quarantine"):
-    lake.read(table).createOrReplaceTempView(table)
+lake.name_tables()  # SELECT * FROM anomalies, acl_history, ... name the lake's tables
 print("SQL functions:", ", ".join(register_sql_functions(lake) + register_audit_functions(spark, lake)))
 
 # The broker's super.users and allow.everyone.if.no.acl.found change answers: read them from the dump's

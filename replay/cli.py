@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from replay import demo
 from replay.kafka import dumplog, outputs
@@ -297,6 +297,7 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.queries import register_sql_functions
 
     lake = _lake(args)
+    lake.name_tables()
     register_sql_functions(lake)
     register_audit_functions(lake.spark, lake)
     rows = [r.asDict(recursive=True) for r in lake.spark.sql(args.query).collect()]
@@ -305,6 +306,32 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
             out.write(json.dumps(r, default=str) + "\n")
     else:
         _print_lines(table_lines(rows), out)
+    return EXIT_OK
+
+
+def cmd_install_sql(args: argparse.Namespace, out: TextIO) -> int:
+    from pyspark.sql import SparkSession
+
+    from replay.spark.install import install, install_statements
+    from replay.spark.tables import Lake, is_catalog_location, is_uri
+
+    location = args.catalog or args.lake or "lakehouse"
+    if not args.catalog and not args.schema:
+        raise QuestionError("a directory lake's functions need a schema to live in: give --schema NAME (or "
+                            "--catalog CATALOG.SCHEMA for a catalog lake)")
+    if args.print:  # names only: no Spark session is needed to write the DDL
+        names = Lake(cast(SparkSession, None), location, catalog=bool(args.catalog))
+        for statement in install_statements(names, args.schema):
+            out.write(statement + ";\n")
+        return EXIT_OK
+    if not args.catalog and not is_catalog_location(location) and not is_uri(location) and not os.path.isdir(location):
+        raise QuestionError(f"no lake at {os.path.abspath(location)}: give --lake DIR of a lake that "
+                            "`kraft-replay ingest` wrote")
+    lake = _lake(args)
+    done = install(lake.spark, lake, args.schema)
+    out.write(f"installed {sum(s.startswith('CREATE OR REPLACE FUNCTION') for s in done)} functions and "
+              f"{sum(s.startswith('CREATE OR REPLACE VIEW') for s in done)} views in "
+              f"{args.schema or lake.schema_ref} over {lake.location}\n")
     return EXIT_OK
 
 
@@ -489,6 +516,14 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p, cluster_required=False)
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("install-sql", help="create the SQL functions and views as persistent ones in a schema "
+                       "(for a SQL warehouse or any Spark session)")
+    _lake_options(p, cluster_required=False)
+    p.add_argument("--schema", help="the schema (or catalog.schema) the functions go to; a directory lake's read "
+                   "its tables by path (default for --catalog: the lake's own schema)")
+    p.add_argument("--print", action="store_true", help="write the DDL to stdout instead of running it")
+    p.set_defaults(func=cmd_install_sql)
 
     def resource_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument("--topic")

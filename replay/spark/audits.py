@@ -56,7 +56,6 @@ from replay.spark.authorize import (
     ANY_HOST,
     COV_COMPLETE,
     DENIED,
-    HOST_FUNCTION,
     R_DENY,
     UNKNOWN,
     WILDCARD_PRINCIPAL,
@@ -69,12 +68,13 @@ from replay.spark.authorize import (
     history_sql,
     live_sql,
     op_match_sql,
+    presentable_host_sql,
     probes_sql,
-    register_host_function,
     run_sql,
     sql_literal,
 )
 from replay.spark.queries import ACL_FIELDS, last_offset, offset_at_time
+from replay.spark.sqlddl import SqlFunction
 from replay.spark.tables import Lake
 
 # AclEntry.supportedOperations (spec §5.3): what an audit asks about for each resource type.
@@ -139,7 +139,6 @@ def _run(spark: SparkSession, lake: Lake, build: Callable[[_Sources], str]) -> D
     records = None if isinstance(lake, LakeTables) else _records(lake)
     if records is not None:
         frames["records"] = records
-    register_host_function(spark)
     return run_sql(spark, build(_Sources("{hist}", "{cov}", "{times}", "{records}" if records is not None else None)),
                    **frames)
 
@@ -171,11 +170,6 @@ def _who_sql(p: str) -> str:
 
 def _host_text_sql(h: str) -> str:
     return f"CASE WHEN {h} = '{ANY_HOST}' THEN '{ANY_HOST_TEXT}' ELSE {h} END"
-
-
-def _matchable_sql(h: str) -> str:
-    """A host string a client address can render to (Kafka compares the rendering), or `*`."""
-    return f"({h} = '*' OR coalesce({HOST_FUNCTION}({h}).host = {h}, false))"
 
 
 def _acl_text_sql(p: str = "") -> str:
@@ -245,7 +239,7 @@ _cands AS (SELECT h.*, p._at, p._name AS _asked, {certain} AS _cl
            WHERE {maybe}),
 _pr AS (SELECT principal AS _p FROM _cands UNION SELECT '{WILDCARD_PRINCIPAL}' UNION
         SELECT explode({settings.super_users}) AS _p),
-_hosts AS (SELECT host AS _h FROM _cands WHERE {_matchable_sql('host')} UNION SELECT '{ANY_HOST}'),
+_hosts AS (SELECT host AS _h FROM _cands WHERE {presentable_host_sql('host')} UNION SELECT '{ANY_HOST}'),
 _k0 AS (SELECT r.cluster_id, p._p, h._h, {op} AS _op, r._rtype, r._name, r._at
         FROM _r r CROSS JOIN _pr p CROSS JOIN _hosts h),
 _deco AS ({_decorate_sql(_decided_sql(f"({_keys_from('_k0')})", src, settings))}),
@@ -257,7 +251,7 @@ _never AS (SELECT c.cluster_id, c._at AS as_of_offset, c.principal, {_who_sql('c
              array(c.acl_id) AS deciding_acl_ids, CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage,
              array({_acl_text_sql('c.')}) AS via
            FROM _cands c LEFT JOIN ({coverage_sql("_r", src.cov)}) v ON c.cluster_id = v.cluster_id AND c._at = v._at
-           WHERE NOT {_matchable_sql('c.host')} AND {op_match_sql('c.operation', 'c._allow', op)})
+           WHERE NOT {presentable_host_sql('c.host')} AND {op_match_sql('c.operation', 'c._allow', op)})
 SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
 ORDER BY decision = '{NEVER_MATCHES}', principal != '{WILDCARD_PRINCIPAL}', principal, host"""
 
@@ -295,7 +289,7 @@ _live AS (SELECT h.*, {at_} AS _at, {certain} AS _cl FROM {src.hist} h
           WHERE h.cluster_id = {c} AND h.principal IN ({who}, '{WILDCARD_PRINCIPAL}') AND {maybe}),
 _pats AS (SELECT DISTINCT cluster_id, resource_type AS _rtype, resource_name AS _name, pattern_type AS _pattern
           FROM _live),
-_hosts AS (SELECT DISTINCT host AS _h FROM _live WHERE {_matchable_sql('host')} UNION SELECT '{ANY_HOST}'),
+_hosts AS (SELECT DISTINCT host AS _h FROM _live WHERE {presentable_host_sql('host')} UNION SELECT '{ANY_HOST}'),
 _k0 AS (SELECT p.cluster_id, {who} AS _p, h._h, o AS _op, p._rtype, p._name, {at_} AS _at
         FROM _pats p CROSS JOIN _hosts h LATERAL VIEW explode({_ops_sql('p._rtype')}) e AS o),
 _dec AS {decided},
@@ -311,7 +305,7 @@ _never AS (SELECT l.cluster_id, l._at AS as_of_offset, l.principal, {_who_sql('l
              l.pattern_type
            FROM _live l LEFT JOIN ({coverage_sql(f"(SELECT {c} AS cluster_id, {at_} AS _at)", src.cov)}) v
              ON l.cluster_id = v.cluster_id AND l._at = v._at
-           WHERE NOT {_matchable_sql('l.host')})
+           WHERE NOT {presentable_host_sql('l.host')})
 SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
 ORDER BY decision = '{NEVER_MATCHES}', resource_type, resource_name, pattern_type, operation, host"""
 
@@ -391,7 +385,7 @@ _combos AS (SELECT DISTINCT cluster_id, _p, _h, _op, _rtype, _name FROM (
   SELECT c.cluster_id, p AS _p, hh AS _h, o AS _op, c.resource_type AS _rtype, c.resource_name AS _name FROM _changed c
   LATERAL VIEW explode(array_distinct(array(c.principal, '{WILDCARD_PRINCIPAL}'))) e1 AS p
   LATERAL VIEW explode(array_distinct(array(c.host, '{ANY_HOST}'))) e2 AS hh
-  LATERAL VIEW explode({_ops_sql('c.resource_type', 'c.operation')}) e3 AS o) WHERE {_matchable_sql('_h')}),
+  LATERAL VIEW explode({_ops_sql('c.resource_type', 'c.operation')}) e3 AS o) WHERE {presentable_host_sql('_h')}),
 _keys AS (SELECT c.*, s._at, s._side FROM _combos c CROSS JOIN
           (SELECT {s0} AS _at, 0 AS _side UNION ALL SELECT {s1}, 1) s WHERE contains(c._p, ':')),
 _dec AS {_decided_sql(f"(SELECT DISTINCT {', '.join(_KEY)} FROM _keys)", src, settings)},
@@ -456,7 +450,7 @@ _c0 AS (
   LATERAL VIEW explode({ops}) e2 AS o),
 _combos AS (SELECT DISTINCT c.cluster_id, c._p, hh AS _h, coalesce({op1}, c._op) AS _op, c._rtype, c._name
             FROM _c0 c LATERAL VIEW explode(array_distinct(array(c.host, '{ANY_HOST}'))) e AS hh
-            WHERE {_matchable_sql('hh')}),
+            WHERE {presentable_host_sql('hh')}),
 _names AS (SELECT DISTINCT cluster_id, _rtype, _name, CAST(NULL AS BIGINT) AS _at FROM _combos),
 _covering AS (SELECT h.* FROM ({probes_sql("_names", "_hh")}) p JOIN _hh h ON p.cluster_id = h.cluster_id
               AND p._rtype = h._rtype AND p._pk = h._pk AND p._pn = h._pn),
@@ -607,39 +601,12 @@ def risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | No
 _SETTINGS_PARAMS = "super_users STRING DEFAULT NULL, allow_everyone BOOLEAN DEFAULT false"
 
 
-def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
-    """Register the audits as SQL table functions over this lake; returns their names.
+def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> list[SqlFunction]:
+    """The audits as SQL table function definitions over the tables `table_ref` names (see
+    `register_audit_functions`); `records`: the lake has `metadata_records` (the topics `acl_risky_grants` reads)."""
+    src = _Sources(table_ref("acl_history"), table_ref("log_coverage"), table_ref("offset_times"),
+                   table_ref("metadata_records") if records else None)
 
-    Every function is the same query text as the Python audit of the same name (so they give the same rows), run
-    over the lake's tables (`lake.table_ref`): `acl_history`, `log_coverage`, `offset_times` and, when the lake has
-    it, `metadata_records`. Offsets are log offsets (map a time with `acl_state_at_time` / `offset_times`);
-    `super_users` is the broker's `super.users` text (`'User:admin;User:ops'`, parsed as Kafka parses it) and
-    `allow_everyone` its `allow.everyone.if.no.acl.found`. Temporary functions (this session only), created with
-    CREATE OR REPLACE, so calling this again is harmless; the `kraft-replay sql` command calls it. It also registers
-    the vectorised UDF `kraft_replay_java_host(host)` the host checks use.
-
-    * `acl_who_can(cluster, operation, resource_type, resource_name, at_offset, super_users, allow_everyone)`:
-      who could do it, per host, through which ACLs (`via`); DENYs listed; `NEVER_MATCHES` rows for ACLs whose host
-      no client can present.
-    * `acl_what_can(cluster, principal, at_offset, super_users, allow_everyone)`: what the principal could do.
-    * `acl_access_changes(cluster, from_offset, to_offset, super_users, allow_everyone)`: access `gained` / `lost`
-      / `uncertain` between the two offsets.
-    * `acl_diff(cluster, from_offset, to_offset)`: ACLs added / removed (`maybe_*` where uncertain).
-    * `acl_timeline(cluster, principal, resource_type, resource_name, operation, super_users, allow_everyone)`:
-      decision intervals for a principal (resource type and name NULL) or a resource (principal NULL);
-      `operation` NULL means every operation the ACLs decide.
-    * `acl_risky_grants(cluster, at_offset, allow_everyone)`: risky ACL lifetimes (all history when `at_offset` is
-      NULL) and, at an offset, the topics `allow.everyone.if.no.acl.found` exposes (omitted when `allow_everyone`
-      is false; NULL, the default, lists what it would expose).
-
-    Example: `SELECT who, from_host, decision, via FROM acl_who_can('prod', 'READ', 'TOPIC', 'payments', 1234)`.
-    """
-    register_host_function(spark)
-    records = None
-    if _records(lake) is not None:
-        records = lake.table_ref("metadata_records")
-    src = _Sources(lake.table_ref("acl_history"), lake.table_ref("log_coverage"), lake.table_ref("offset_times"),
-                   records)
     def settings(function: str) -> SqlSettings:
         return SqlSettings.of_params(f"{function}.super_users", f"{function}.allow_everyone")
 
@@ -648,28 +615,56 @@ def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
     who, what, acc, diff, tl, risky = ("acl_who_can", "acl_what_can", "acl_access_changes", "acl_diff",
                                        "acl_timeline", "acl_risky_grants")
     fields = ", ".join(f"d.{c}" for c in ACL_FIELDS)
-    bodies = {
-        who: ("cluster STRING, operation STRING, resource_type STRING, resource_name STRING, "
-              f"at_offset BIGINT, {_SETTINGS_PARAMS}",
-              who_can_sql(src, f"{who}.cluster", f"{who}.operation", f"{who}.resource_type", f"{who}.resource_name",
-                          f"{who}.at_offset", settings(who))),
-        what: (f"cluster STRING, principal STRING, at_offset BIGINT, {_SETTINGS_PARAMS}",
-               what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset", settings(what))),
-        acc: (f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}",
-              access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset", f"{acc}.to_offset", settings(acc))),
-        diff: ("cluster STRING, from_offset BIGINT, to_offset BIGINT",
-               f"SELECT d.change, d.certain, d.acl_id, {fields}, d.before, d.after FROM "
-               f"({acl_changes_sql(src, f'{diff}.cluster', f'{diff}.from_offset', f'{diff}.to_offset')}) d"),
-        tl: ("cluster STRING, principal STRING, resource_type STRING, resource_name STRING, "
-             f"operation STRING DEFAULT NULL, {_SETTINGS_PARAMS}",
-             timeline_sql(src, f"{tl}.cluster", f"{tl}.principal", f"{tl}.resource_type", f"{tl}.resource_name",
-                          f"{tl}.operation", settings(tl))),
-        risky: ("cluster STRING, at_offset BIGINT, allow_everyone BOOLEAN DEFAULT NULL",
-                risky_grants_sql(src, f"{risky}.cluster", f"{risky}.at_offset", f"{risky}.allow_everyone")),
-    }
-    for name, (params, body) in bodies.items():
-        run_sql(spark, f"CREATE OR REPLACE TEMPORARY FUNCTION {name}({params}) RETURNS TABLE RETURN {body}")
-    return list(bodies)
+    return [
+        SqlFunction(who, "cluster STRING, operation STRING, resource_type STRING, resource_name STRING, "
+                    f"at_offset BIGINT, {_SETTINGS_PARAMS}", None,
+                    "Who could perform the operation on the resource at the offset, per host, through which ACLs "
+                    "(via); DENYs listed; NEVER_MATCHES rows for ACLs whose host no client can present. super_users: "
+                    "the broker's super.users text; allow_everyone: allow.everyone.if.no.acl.found.",
+                    who_can_sql(src, f"{who}.cluster", f"{who}.operation", f"{who}.resource_type",
+                                f"{who}.resource_name", f"{who}.at_offset", settings(who))),
+        SqlFunction(what, f"cluster STRING, principal STRING, at_offset BIGINT, {_SETTINGS_PARAMS}", None,
+                    "What the principal could do at the offset (its own ACLs and User:*), per host, through which "
+                    "ACLs; DENYs listed; its ACLs whose host no client can present.",
+                    what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset", settings(what))),
+        SqlFunction(acc, f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}", None,
+                    "Access gained, lost or uncertain between the two offsets.",
+                    access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset", f"{acc}.to_offset",
+                                       settings(acc))),
+        SqlFunction(diff, "cluster STRING, from_offset BIGINT, to_offset BIGINT", None,
+                    "ACLs added or removed between the two offsets (maybe_* where a hole makes it uncertain).",
+                    f"SELECT d.change, d.certain, d.acl_id, {fields}, d.before, d.after FROM "
+                    f"({acl_changes_sql(src, f'{diff}.cluster', f'{diff}.from_offset', f'{diff}.to_offset')}) d"),
+        SqlFunction(tl, "cluster STRING, principal STRING, resource_type STRING, resource_name STRING, "
+                    f"operation STRING DEFAULT NULL, {_SETTINGS_PARAMS}", None,
+                    "Decision intervals over the whole history for a principal (resource type and name NULL) or a "
+                    "resource (principal NULL); operation NULL means every operation the ACLs decide.",
+                    timeline_sql(src, f"{tl}.cluster", f"{tl}.principal", f"{tl}.resource_type",
+                                 f"{tl}.resource_name", f"{tl}.operation", settings(tl))),
+        SqlFunction(risky, "cluster STRING, at_offset BIGINT, allow_everyone BOOLEAN DEFAULT NULL", None,
+                    "Risky ACL lifetimes (all history when at_offset is NULL) and, at an offset, the topics "
+                    "allow.everyone.if.no.acl.found exposes (omitted when allow_everyone is false).",
+                    risky_grants_sql(src, f"{risky}.cluster", f"{risky}.at_offset", f"{risky}.allow_everyone")),
+    ]
+
+
+def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
+    """Register the audits as temporary SQL table functions over this lake; returns their names.
+
+    Every function is the same query text as the Python audit of the same name (so they give the same rows), run
+    over the lake's tables (`lake.table_ref`): `acl_history`, `log_coverage`, `offset_times` and, when the lake has
+    it, `metadata_records`. Offsets are log offsets (map a time with `acl_state_at_time` / `offset_times`);
+    `super_users` is the broker's `super.users` text (`'User:admin;User:ops'`, parsed as Kafka parses it) and
+    `allow_everyone` its `allow.everyone.if.no.acl.found`. Created with CREATE OR REPLACE, so calling this again is
+    harmless; the `kraft-replay sql` command calls it, and `kraft-replay install-sql` installs the same definitions
+    (`audit_functions`) as persistent functions. Each function's COMMENT there says what it answers.
+
+    Example: `SELECT who, from_host, decision, via FROM acl_who_can('prod', 'READ', 'TOPIC', 'payments', 1234)`.
+    """
+    functions = audit_functions(lake.table_ref, _records(lake) is not None)
+    for f in functions:
+        run_sql(spark, f.create())
+    return [f.name for f in functions]
 
 
 # ---- plain functions for the CLI -----------------------------------------------------------------------------

@@ -226,8 +226,26 @@ def with_as_of_offsets(requests: DataFrame, offset_times: DataFrame) -> DataFram
             .withColumn("as_of_offset", F.coalesce(off, F.col("_asof"))).drop("_tms", "_asof"))
 
 
-HOST_FUNCTION = "kraft_replay_java_host"
 _RENDERED = "host string, error string"
+
+# Java's rendering of an address (`InetAddress.getHostAddress`): a dotted quad without leading zeros, or eight
+# lower-case hex groups without leading zeros or `::`, with an optional numeric zone (`%3`). IPv4-mapped addresses
+# render as IPv4. No braces in the patterns: the SQL text goes through PySpark's formatter.
+_QUAD = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_GROUP = "(0|[1-9a-f][0-9a-f]?[0-9a-f]?[0-9a-f]?)"
+_IPV4_RENDERED = rf"^{_QUAD}\\.{_QUAD}\\.{_QUAD}\\.{_QUAD}$"
+_IPV6_RENDERED = rf"^{_GROUP}:{_GROUP}:{_GROUP}:{_GROUP}:{_GROUP}:{_GROUP}:{_GROUP}:{_GROUP}(%(0|[1-9][0-9]*))?$"
+
+
+def presentable_host_sql(h: str) -> str:
+    """SQL: can a client present the ACL host `h` (a SQL expression)? Kafka compares an ACL's host with the client's
+    address as Java renders it, so only `*` and strings that are their own Java rendering ever match (`::1`,
+    `010.0.0.1` or a host name never do). The same answer as `java_host_address(h) == h`, as a plain SQL expression
+    (no Python function), so that persistent SQL functions and warehouses can use it."""
+    zone = f"try_cast(substring_index({h}, '%', -1) AS BIGINT)"
+    v6 = (f"({h} RLIKE '{_IPV6_RENDERED}' AND NOT startswith({h}, '0:0:0:0:0:ffff:') "
+          f"AND (NOT contains({h}, '%') OR coalesce({zone} <= 2147483647, false)))")
+    return f"coalesce({h} = '*' OR {h} RLIKE '{_IPV4_RENDERED}' OR {v6}, false)"
 
 
 @functools.lru_cache(maxsize=1)
@@ -243,13 +261,6 @@ def host_rendering_udf() -> Any:
 
     render.__annotations__ = {"hosts": pd.Series, "return": pd.DataFrame}  # real types: this module's are strings
     return pandas_udf(render, _RENDERED)  # type: ignore[call-overload]
-
-
-def register_host_function(spark: SparkSession) -> str:
-    """Register `host_rendering_udf` for SQL as `kraft_replay_java_host(host)` (struct host, error); the audit
-    queries use it to tell which ACL hosts a client can ever present. Idempotent; returns the name."""
-    spark.udf.register(HOST_FUNCTION, host_rendering_udf())
-    return HOST_FUNCTION
 
 
 def normalise(requests: DataFrame) -> tuple[DataFrame, bool]:

@@ -7,6 +7,7 @@ uncertain part of either bound. Time maps to the last offset whose time is <= T 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from pyspark.sql import functions as F
 from replay.kafka.acl import AclBinding
 from replay.kafka.model import QuestionError, UnknownClusterError, check_offset
 from replay.kafka.times import format_time
+from replay.spark.sqlddl import SqlFunction, plain
 from replay.spark.tables import Lake
 
 ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
@@ -153,43 +155,65 @@ def changes_between(lake: Lake, cluster: str, start: int | None = None, end: int
     return ev.orderBy("offset", "seq")
 
 
-def register_sql_functions(lake: Lake) -> list[str]:
-    """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`,
-    and `acl_coverage_at(cluster, offset)` / `acl_coverage_at_time(cluster, ts)`, which say how far the answer at
-    that moment can be trusted (one row: covered, complete, exact, and the numbers of certain and uncertain ACLs;
-    an empty `acl_state_at` inside a hole is "unknown", not "no ACLs").
+# `certainly_live` / `possibly_live` (or certainly) as SQL text over `h` (acl_history), `{at}` the offset
+LIVE_SQL = "h.valid_from_offset <= {at} AND (h.valid_to_min_offset IS NULL OR {at} < h.valid_to_min_offset)"
+MAYBE_SQL = ("h.valid_from_min_offset <= {at} AND (h.valid_to_min_offset IS NULL OR h.valid_to_offset IS NULL "
+             "OR {at} < h.valid_to_offset)")
 
-    Spark 4 SQL table functions over this lake's tables; usable from `spark.sql` and notebooks.
-    """
-    spark = lake.spark
-    hist, times, events, cov = (lake.table_ref(n) for n in ("acl_history", "offset_times", "acl_events",
-                                                            "log_coverage"))
+
+def _returns_nulls(returns: str) -> str:
+    """A select list of typed NULLs for a `name TYPE, ...` list (the guard's row shape)."""
+    cols = [c.strip().split(" ", 1) for c in returns.split(",")]
+    return ", ".join(f"CAST(NULL AS {t}) AS {n}" for n, t in cols)
+
+
+_UNKNOWN_NAMES = ("CASE WHEN size(k._names) = 0 THEN 'it holds no replayed cluster yet' ELSE concat('it holds ', "
+                  "array_join(transform(slice(array_sort(k._names), 1, 20), x -> concat('\\'', x, '\\'')), ', ')) END")
+_UNKNOWN_CLUSTER = ("NOT array_contains(k._names, cluster)", "concat('cluster \\'', cluster, '\\' has no replayed history in the lake (', "
+                    f"{_UNKNOWN_NAMES}, '); ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME')")
+
+
+def _guarded(body: str, returns: str, cov: str, checks: list[tuple[str, str]], also: str = "") -> str:
+    """`body` plus a branch with no rows that raises the first failed check (condition, message) as an error: a
+    wrong question must not read as "no ACLs". The branch is its own side of a UNION ALL, so it runs whatever the
+    body's tables hold. Checks see `k._names` (the clusters in `cov`) and `also`'s columns."""
+    cases = " ".join(f"WHEN {cond} THEN raise_error({msg})" for cond, msg in checks)
+    guard = (f"SELECT {_returns_nulls(returns)} FROM (SELECT collect_set(c.cluster_id) AS _names FROM {cov} c) k"
+             f"{also} WHERE CASE {cases} ELSE false END")
+    return f"SELECT * FROM ({body}) UNION ALL {guard}"
+
+
+def _negative(at: str) -> tuple[str, str]:
+    return (f"{at} < 0", f"concat('offset ', {at}, ' is negative: offsets of __cluster_metadata start at 0')")
+
+
+def _before_history(at: str, ts: str) -> tuple[str, str]:
+    return (f"{at} IS NULL", f"concat('no record of cluster \\'', cluster, '\\' is at or before ', "
+            f"CAST(CAST({ts} AS TIMESTAMP) AS STRING), ': what was live before its known history is unknown')")
+
+
+def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
+    """The as-of functions as SQL definitions over the tables `table_ref` names (see `register_sql_functions`).
+
+    Each raises an error instead of answering with no rows when the question is wrong: a negative offset, a time
+    before the cluster's known history, a cluster the lake has not replayed."""
+    hist, times, events, cov = (table_ref(n) for n in ("acl_history", "offset_times", "acl_events", "log_coverage"))
     cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
     sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)
-    live = ("h.valid_from_offset <= {at} AND (h.valid_to_min_offset IS NULL OR {at} < h.valid_to_min_offset)")
-    maybe = ("h.valid_from_min_offset <= {at} AND (h.valid_to_min_offset IS NULL OR h.valid_to_offset IS NULL "
-             "OR {at} < h.valid_to_offset)")
+    live, maybe = LIVE_SQL, MAYBE_SQL
     body = (f"SELECT h.acl_id, {sel}, CASE WHEN {live} THEN 'certain' ELSE 'uncertain' END AS certainty, "
             f"h.valid_from_offset, h.valid_to_offset FROM {hist} h WHERE h.cluster_id = cluster AND "
             f"(({live}) OR ({maybe}))")
-    returns = (f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT")
-    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_state_at(cluster STRING, at_offset BIGINT) "
-              f"RETURNS TABLE ({returns}) RETURN {body.format(at='at_offset')}")
+    returns = f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT"
     # the offset for a time comes from a CTE: Spark 4.2 cannot resolve function parameters in a scalar subquery
-    at_time_body = (
-        f"WITH a AS (SELECT max(t.offset) AS at FROM {times} t WHERE t.cluster_id = cluster "
-        "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) "
-        + body.format(at="a.at").replace(f"FROM {hist} h WHERE", f"FROM {hist} h, a WHERE")
-    )
-    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_state_at_time(cluster STRING, ts TIMESTAMP) "
-              f"RETURNS TABLE ({returns}) RETURN {at_time_body}")
+    at_time = (f"WITH a AS (SELECT max(t.offset) AS at FROM {times} t WHERE t.cluster_id = cluster "
+               "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) ")
+    at_time_body = at_time + body.format(at="a.at").replace(f"FROM {hist} h WHERE", f"FROM {hist} h, a WHERE")
+    events_returns = (f"offset BIGINT, offset_min BIGINT, exact BOOLEAN, time BIGINT, acl_id STRING, change STRING, "
+                      f"cause STRING, {cols}")
     ev_cols = ", ".join(f"e.{c}" for c in ACL_FIELDS)
-    spark.sql(
-        f"CREATE OR REPLACE TEMPORARY FUNCTION acl_changes_between(cluster STRING, from_offset BIGINT, "
-        f"to_offset BIGINT) RETURNS TABLE (offset BIGINT, offset_min BIGINT, exact BOOLEAN, time BIGINT, "
-        f"acl_id STRING, change STRING, cause STRING, {cols}) RETURN SELECT e.offset, e.offset_min, e.exact, e.time, "
-        f"e.acl_id, e.change, e.cause, {ev_cols} FROM {events} e WHERE e.cluster_id = cluster "
-        "AND e.offset > from_offset AND e.offset <= to_offset")
+    events_body = (f"SELECT e.offset, e.offset_min, e.exact, e.time, e.acl_id, e.change, e.cause, {ev_cols} "
+                   f"FROM {events} e WHERE e.cluster_id = cluster AND e.offset > from_offset AND e.offset <= to_offset")
     coverage_body = (
         "WITH k AS (SELECT max(CASE WHEN c.kind IN ('log', 'snapshot') THEN 1 ELSE 0 END) AS known, "
         "max(CASE WHEN c.kind = 'incomplete' THEN 1 ELSE 0 END) AS unsure FROM {cov} c{also} WHERE c.cluster_id = cluster "
@@ -209,11 +233,42 @@ def register_sql_functions(lake: Lake) -> list[str]:
         return coverage_body.format(cov=cov, hist=hist, at=at, also=also, live=live.format(at=at),
                                     maybe=maybe.format(at=at))
 
-    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_coverage_at(cluster STRING, at_offset BIGINT) "
-              f"RETURNS TABLE ({coverage_returns}) RETURN {coverage_sql('at_offset')}")
-    at_time = (f"WITH a AS (SELECT max(t.offset) AS at FROM {times} t WHERE t.cluster_id = cluster "
-               "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)), ")
-    spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION acl_coverage_at_time(cluster STRING, ts TIMESTAMP) "
-              f"RETURNS TABLE ({coverage_returns}) RETURN "
-              + at_time + coverage_sql("a.at", ", a").replace("WITH k AS", "k AS", 1))
-    return ["acl_state_at", "acl_state_at_time", "acl_changes_between", "acl_coverage_at", "acl_coverage_at_time"]
+    # a time before the cluster's known history has no offset
+    time_offset = (f", (SELECT max(t.offset) AS _at FROM {times} t WHERE t.cluster_id = cluster "
+                   "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) ta")
+    time_checks = [_UNKNOWN_CLUSTER, _before_history("ta._at", "ts")]
+    cov_at_time = at_time.rstrip() + ", " + coverage_sql("a.at", ", a").replace("WITH k AS", "k AS", 1)
+    return [
+        SqlFunction("acl_state_at", "cluster STRING, at_offset BIGINT", returns,
+                    "The ACLs live in a cluster as of a log offset of __cluster_metadata: certainty is certain, or "
+                    "uncertain where a hole in the dumps hides when an ACL began or ended.",
+                    _guarded(body.format(at="at_offset"), returns, cov, [_negative("at_offset"), _UNKNOWN_CLUSTER])),
+        SqlFunction("acl_state_at_time", "cluster STRING, ts TIMESTAMP", returns,
+                    "The ACLs live in a cluster as of a time: the last offset whose append time is at or before it.",
+                    _guarded(at_time_body, returns, cov, time_checks, time_offset)),
+        SqlFunction("acl_changes_between", "cluster STRING, from_offset BIGINT, to_offset BIGINT", events_returns,
+                    "The visible ACL changes of a cluster at offsets from_offset < offset <= to_offset, in order.",
+                    _guarded(events_body, events_returns, cov, [_UNKNOWN_CLUSTER])),
+        SqlFunction("acl_coverage_at", "cluster STRING, at_offset BIGINT", coverage_returns,
+                    "How far acl_state_at can be trusted at an offset: covered by a dump or snapshot, complete (no ACL "
+                    "nobody recorded could be live), exact, and the numbers of certain and uncertain ACLs.",
+                    _guarded(coverage_sql("at_offset"), coverage_returns, cov, [_negative("at_offset"), _UNKNOWN_CLUSTER])),
+        SqlFunction("acl_coverage_at_time", "cluster STRING, ts TIMESTAMP", coverage_returns,
+                    "acl_coverage_at for the offset of a time (the last offset whose append time is at or before it).",
+                    _guarded(cov_at_time, coverage_returns, cov, time_checks, time_offset)),
+    ]
+
+
+def register_sql_functions(lake: Lake) -> list[str]:
+    """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`,
+    and `acl_coverage_at(cluster, offset)` / `acl_coverage_at_time(cluster, ts)`, which say how far the answer at
+    that moment can be trusted (one row: covered, complete, exact, and the numbers of certain and uncertain ACLs;
+    an empty `acl_state_at` inside a hole is "unknown", not "no ACLs").
+
+    Temporary SQL table functions over this lake's tables, for `spark.sql` and notebooks in this session;
+    `kraft-replay install-sql` installs the same definitions (`state_functions`) as persistent ones.
+    """
+    functions = state_functions(lake.table_ref)
+    for f in functions:
+        lake.spark.sql(plain(f.create()))
+    return [f.name for f in functions]

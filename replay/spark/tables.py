@@ -49,6 +49,8 @@ LOG_COVERAGE = "log_coverage"
 ANOMALIES = "anomalies"
 OFFSET_TIMES = "offset_times"
 REPLAY_STATE = "replay_state"
+ALL_TABLES = (METADATA_RECORDS, QUARANTINE, ACL_EVENTS, ACL_HISTORY, LOG_COVERAGE, ANOMALIES, OFFSET_TIMES,
+              REPLAY_STATE)
 
 PARTITION_COLUMNS = ("cluster_id",)
 
@@ -312,6 +314,18 @@ class Lake:
         path = self.table_path(name)
         assert path is not None
         return f"delta.{quote_ident(path)}"
+
+    def name_tables(self) -> list[str]:
+        """Make the lake's tables nameable by their short names in this session (`SELECT * FROM anomalies`): a
+        catalog lake's schema becomes the current one; a directory lake's existing tables become temporary views.
+        Returns the names."""
+        names = [t for t in ALL_TABLES if self.exists(t)]
+        if self.is_catalog:
+            self.spark.sql(f"USE {self.schema_ref}")
+        else:
+            for t in names:
+                self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_ident(t)} AS SELECT * FROM {self.table_ref(t)}")
+        return names
 
     # ---- state -----------------------------------------------------------------------------------------------
     def exists(self, name: str) -> bool:

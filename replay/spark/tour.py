@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from replay.spark.audits import audit_changes, audit_who_can, render_audit
-from replay.spark.authorize import register_host_function
+from replay.spark.authorize import presentable_host_sql
 from replay.spark.queries import offset_at_time, state_frame, time_of_offset
 from replay.spark.tables import Lake
 
@@ -64,11 +64,9 @@ def busiest_resource(lake: Lake, cluster: str, offset: int) -> tuple[str, str] |
     """The literal topic (else any literal resource) with the most ALLOW ACLs live at `offset` for the operation the
     tour asks about there (`default_operation`, or ALL) from a host a client can present, so that the question has
     someone allowed to answer."""
-    host_of = register_host_function(lake.spark)
     asked = reduce(lambda a, b: a | b, [(F.col("resource_type") == t) & F.col("operation").isin(op, "ALL")
                                         for t, op in _OPERATION.items()])
-    matchable = (F.col("host") == "*") | F.coalesce(F.call_function(host_of, "host").getField("host") == F.col("host"),
-                                                    F.lit(False))
+    matchable = F.expr(presentable_host_sql("host"))
     live = state_frame(lake, cluster, offset).where(
         (F.col("pattern_type") == "LITERAL") & (F.col("resource_name") != "*") & asked & matchable
         & (F.col("permission_type") == "ALLOW"))

@@ -202,6 +202,53 @@ HOST_LIVES = [
 ]
 
 
+def _host_corpus() -> list[str]:
+    """ACL host strings of every shape: canonical and not (leading zeros, upper case, `::`, brackets, zones,
+    IPv4-mapped, out of range, names), each also slightly mutated."""
+    import random
+
+    rnd = random.Random(7)
+    hand = ["*", "", "localhost", "10.0.0.1", "010.0.0.1", "10.1", "256.0.0.1", "0.0.0.0", "255.255.255.255",
+            "1.2.3.4.5", " 10.0.0.1", "::1", "0:0:0:0:0:0:0:1", "0:0:0:0:0:0:0:01", "0:0:0:0:0:0:0:1%2",
+            "0:0:0:0:0:0:0:1%02", "0:0:0:0:0:0:0:1%2147483647", "0:0:0:0:0:0:0:1%2147483648", "0:0:0:0:0:0:0:1%",
+            "0:0:0:0:0:0:0:1%eth0", "0:0:0:0:0:ffff:a00:1", "::ffff:10.0.0.1", "[0:0:0:0:0:0:0:1]", "fe80:0:0:0:0:0:0:1",
+            "FE80:0:0:0:0:0:0:1", "fe80:0:0:0:0:0:0:1:2", "fe80::1", "1:2:3:4:5:6:7:fffff", "1:2:3:4:5:6:1.2.3.4"]
+    out = list(hand)
+    for _ in range(400):
+        if rnd.random() < 0.5:
+            parts = [str(rnd.choice([0, 1, 9, 10, 99, 100, 199, 200, 249, 250, 255, 256, rnd.randrange(300)]))
+                     for _ in range(4)]
+            text = ".".join(parts)
+        else:
+            groups = [format(rnd.choice([0, 0, 1, 0xa, 0xff, 0xffff, rnd.randrange(0x10000)]), "x") for _ in range(8)]
+            text = ":".join(groups) + rnd.choice(["", "", "%0", "%7", "%12"])
+        out.append(text)
+        i = rnd.randrange(len(text))
+        out.append(text[:i] + rnd.choice(["0", "A", ":", ".", "", "::", "%"]) + text[i + 1:])
+    return out
+
+
+def test_presentable_hosts_in_sql_are_those_java_renders_as_themselves(spark: Any) -> None:
+    """The plain-SQL host rule (no Python function, so persistent SQL functions can use it) against the reference
+    rendering: a host can match a client only when it is `*` or its own Java rendering."""
+    from replay.kafka.authorizer import InvalidArgumentError, java_host_address
+    from replay.spark.authorize import presentable_host_sql
+
+    def presentable(h: str) -> bool:
+        if h == "*":
+            return True
+        try:
+            return java_host_address(h) == h
+        except InvalidArgumentError:
+            return False
+
+    hosts = _host_corpus()
+    got = {r.h: r.ok for r in spark.createDataFrame([(h,) for h in hosts], "h string").selectExpr(
+        "h", f"{presentable_host_sql('h')} AS ok").collect()}
+    assert got == {h: presentable(h) for h in hosts}
+    assert sum(got.values()) > 100 and sum(not v for v in got.values()) > 100  # both answers are exercised
+
+
 def test_acl_hosts_no_client_can_present_are_listed_apart(spark: Any) -> None:
     """Kafka compares an ACL host with Java's rendering of the client address, so `::1`, `localhost` or
     `010.0.0.1` never match: who-can / what-can report access only from hosts that can match and list those ACLs

@@ -1,0 +1,170 @@
+"""Persistent SQL (`kraft-replay install-sql`): the functions and views installed in a Hive metastore by one process
+answer, in a plain PySpark process that never imports this package, exactly what the Python API answers."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_audits import _norm  # type: ignore[import-not-found]
+
+from replay import cli
+
+pytestmark = pytest.mark.spark
+
+CLIENT = Path(__file__).with_name("sql_client.py")
+
+
+def _hive(tmp: Path) -> dict[str, str]:
+    return {"metastore": str(tmp / "metastore_db"), "warehouse": str(tmp / "warehouse")}
+
+
+def _hive_submit_args(hive: dict[str, str]) -> str:
+    return (f"--conf spark.sql.catalogImplementation=hive --conf spark.sql.warehouse.dir={hive['warehouse']} "
+            f"--conf spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={hive['metastore']};"
+            "create=true --conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.factoryMode=NO_CODEGEN "
+            "pyspark-shell")
+
+
+def test_printed_ddl_is_plain_persistent_sql(tmp_path: Path) -> None:
+    """`--print` needs no Spark and writes only persistent statements, no Python function in them."""
+    out = io.StringIO()
+    assert cli.main(["install-sql", "--lake", str(tmp_path / "lake"), "--schema", "kr", "--print"], out) == 0
+    ddl = out.getvalue()
+    assert ddl.count("CREATE OR REPLACE FUNCTION `kr`.") == 11 and ddl.count("CREATE OR REPLACE VIEW `kr`.") == 3
+    assert "TEMPORARY" not in ddl and "kraft_replay" not in ddl and "{{" not in ddl
+    assert ddl.count("COMMENT '") == 14
+    assert f"delta.`{tmp_path / 'lake'}/acl_history`" in ddl
+    err = io.StringIO()
+    assert cli.main(["install-sql", "--lake", str(tmp_path / "lake"), "--print"], err) == 2  # no schema: usage
+
+
+def _expected(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tuple[str, str], principal: str
+              ) -> dict[str, Any]:
+    """What the Python API answers, keyed by the SQL each answer must equal."""
+    from pyspark.sql import functions as F
+
+    from replay.spark import audits
+    from replay.spark.queries import (
+        ACL_FIELDS,
+        changes_between,
+        offset_at_time,
+        state_at,
+        state_frame,
+        time_of_offset,
+    )
+
+    def state(at: int) -> list[dict[str, Any]]:
+        return [r.asDict() for r in state_frame(lake, c, at).select(
+            "acl_id", *ACL_FIELDS, "certainty", "valid_from_offset", "valid_to_offset").collect()]
+
+    def coverage(at: int) -> list[dict[str, Any]]:
+        s = state_at(lake, c, offset=at)
+        return [{"as_of_offset": at, "covered": s.covered, "complete": s.complete, "exact": s.exact,
+                 "certain_acls": len(s.certain), "uncertain_acls": len(s.uncertain)}]
+
+    rtype, name = resource
+    changes = changes_between(lake, c, -1, mid).select(
+        "offset", "offset_min", "exact", "time", "acl_id", "change", "cause", *ACL_FIELDS)
+    times = {r.acl_id: r.valid_from_time for r in lake.read("acl_history").where(F.col("cluster_id") == c).collect()}
+    current = [{"cluster_id": c, "as_of_offset": end, **{k: v for k, v in r.items() if k != "valid_to_offset"},
+                "valid_from_time": times[r["acl_id"]]} for r in state(end)]
+    t_mid = time_of_offset(lake, c, mid)
+    at_time = f"timestamp_millis({t_mid})"
+    diff = audits.audit_changes(spark, lake, c, mid, end)
+    return {
+        f"SELECT * FROM kr.acl_state_at('{c}', {mid})": state(mid),
+        f"SELECT * FROM kr.acl_state_at_time('{c}', {at_time})": state(offset_at_time(lake, c, t_mid) or 0),
+        f"SELECT * FROM kr.acl_coverage_at('{c}', {mid})": coverage(mid),
+        f"SELECT * FROM kr.acl_coverage_at_time('{c}', {at_time})": coverage(offset_at_time(lake, c, t_mid) or 0),
+        f"SELECT * FROM kr.acl_changes_between('{c}', -1, {mid})": [r.asDict() for r in changes.collect()],
+        f"SELECT * FROM kr.acl_who_can('{c}', 'DESCRIBE', '{rtype}', '{name}', {end})":
+            audits.audit_who_can(spark, lake, c, "DESCRIBE", rtype, name, offset=end),
+        f"SELECT * FROM kr.acl_what_can('{c}', '{principal}', {end})":
+            audits.audit_what_can(spark, lake, c, principal, end),
+        f"SELECT * FROM kr.acl_access_changes('{c}', {mid}, {end})": diff["access"],
+        f"SELECT acl_id, change, certain FROM kr.acl_diff('{c}', {mid}, {end})":
+            [{k: a[k] for k in ("acl_id", "change", "certain")} for a in diff["acls"]],
+        f"SELECT * FROM kr.acl_timeline('{c}', '{principal}', NULL, NULL)":
+            audits.audit_timeline(spark, lake, c, principal=principal),
+        f"SELECT * FROM kr.acl_risky_grants('{c}', {end})": audits.audit_risky_grants(spark, lake, c, offset=end),
+        f"SELECT * FROM kr.acl_current WHERE cluster_id = '{c}'": current,
+    }
+
+
+def test_installed_functions_answer_like_the_python_api_without_the_package(
+        spark: Any, sample_lake: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    from replay.spark.queries import last_offset
+    from replay.spark.session import local_conf
+
+    c = "small-snapshots"
+    end = last_offset(sample_lake, c)
+    assert end is not None
+    mid = end // 2
+    live = sample_lake.read("acl_history").where((F.col("cluster_id") == c) & F.col("valid_to_offset").isNull()
+                                                 & (F.col("pattern_type") == "LITERAL")).orderBy("acl_id").first()
+    assert live is not None
+    started = time.monotonic()
+    expected = _expected(spark, sample_lake, c, mid, end, (live.resource_type, live.resource_name), live.principal)
+
+    print(f"expected answers: {time.monotonic() - started:.1f}s")
+    # 1. the real command installs into a Hive metastore (a Derby database under tmp_path)
+    hive = _hive(tmp_path)
+    env = {**os.environ, "PYSPARK_SUBMIT_ARGS": _hive_submit_args(hive), "KRAFT_REPLAY_SPARK_MASTER": "local[2]"}
+    done = subprocess.run([sys.executable, "-m", "replay.cli", "install-sql", "--lake", sample_lake.location,
+                           "--schema", "kr"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "installed 11 functions and 3 views in kr" in done.stdout
+
+    print(f"install: {time.monotonic() - started:.1f}s")
+    # 2. a process without the package calls them
+    errors = {"SELECT * FROM kr.acl_state_at('no-such-cluster', 3)": "has no replayed history in the lake",
+              f"SELECT * FROM kr.acl_coverage_at('{c}', -1)": "offset -1 is negative",
+              f"SELECT * FROM kr.acl_state_at_time('{c}', TIMESTAMP'1971-01-01')": "is at or before 1971-01-01"}
+    views = [f"SELECT * FROM kr.cluster_coverage WHERE cluster_id = '{c}'",
+             f"SELECT count(*) AS n FROM kr.anomalies_latest WHERE cluster_id = '{c}'",
+             "DESCRIBE FUNCTION EXTENDED kr.acl_who_can"]
+    spec = {"jars": local_conf("local[2]", "x", "1g")["spark.jars"], **hive,
+            "queries": [*expected, *errors, *views]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    ran = subprocess.run([sys.executable, str(CLIENT), str(tmp_path / "spec.json")], capture_output=True, text=True,
+                         timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                         cwd=str(tmp_path))
+    line = next((x for x in ran.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, ran.stderr[-3000:]
+    print(f"client: {time.monotonic() - started:.1f}s")
+    results = json.loads(line[len("RESULT "):])
+    assert results.pop() == {"replay_imported": False}
+    got = {r["query"]: r for r in results}
+    for query, want in expected.items():
+        assert "error" not in got[query], (query, got[query])
+        assert want, query  # every case has something to compare
+        assert _norm(got[query]["rows"]) == _norm(json.loads(json.dumps(want, default=str))), query
+    for query, message in errors.items():
+        assert message in got[query].get("error", ""), (query, got[query])
+    (cov,) = got[views[0]]["rows"]
+    assert cov["last_offset"] == end and cov["first_offset"] == 0
+    (n,) = got[views[1]]["rows"]
+    anomalies = sample_lake.read("anomalies").where(F.col("cluster_id") == c).count()
+    assert n["n"] == min(100, anomalies)
+    described = " ".join(str(v) for r in got[views[2]]["rows"] for v in r.values())
+    assert "Who could perform the operation" in described
+
+
+def test_sql_command_names_the_lakes_tables(spark: Any, sample_lake: Any) -> None:
+    from pyspark.sql import functions as F
+
+    out = io.StringIO()
+    query = "SELECT count(*) AS n FROM anomalies WHERE cluster_id = 'small-snapshots'"
+    assert cli.main(["sql", query, "--lake", sample_lake.location, "--format", "json"], out) == 0
+    want = sample_lake.read("anomalies").where(F.col("cluster_id") == "small-snapshots").count()
+    assert json.loads(out.getvalue()) == {"n": want}
