@@ -331,7 +331,8 @@ def cmd_install_sql(args: argparse.Namespace, out: TextIO) -> int:
     done = install(lake.spark, lake, args.schema)
     out.write(f"installed {sum(s.startswith('CREATE OR REPLACE FUNCTION') for s in done)} functions and "
               f"{sum(s.startswith('CREATE OR REPLACE VIEW') for s in done)} views in "
-              f"{args.schema or lake.schema_ref} over {lake.location}\n")
+              f"{args.schema or lake.schema_ref} over {lake.location}; "
+              f"{sum(s.startswith('ALTER TABLE') for s in done)} table and column comments added\n")
     return EXIT_OK
 
 
@@ -522,7 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p, cluster_required=False)
     p.add_argument("--schema", help="the schema (or catalog.schema) the functions go to; a directory lake's read "
                    "its tables by path (default for --catalog: the lake's own schema)")
-    p.add_argument("--print", action="store_true", help="write the DDL to stdout instead of running it")
+    p.add_argument("--print", action="store_true", help="write the DDL to stdout instead of running it (without "
+                   "the comments an older lake's tables lack: those need the lake)")
     p.set_defaults(func=cmd_install_sql)
 
     def resource_flags(p: argparse.ArgumentParser) -> None:

@@ -73,7 +73,14 @@ from replay.spark.authorize import (
     run_sql,
     sql_literal,
 )
-from replay.spark.queries import ACL_FIELDS, last_offset, offset_at_time
+from replay.spark.queries import (
+    ACL_FIELDS,
+    UNKNOWN_CLUSTER_CHECK,
+    guarded_sql,
+    last_offset,
+    negative_offset_check,
+    offset_at_time,
+)
 from replay.spark.sqlddl import SqlFunction
 from replay.spark.tables import Lake
 
@@ -599,6 +606,25 @@ def risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | No
 # ---- SQL -------------------------------------------------------------------------------------------------------
 
 _SETTINGS_PARAMS = "super_users STRING DEFAULT NULL, allow_everyone BOOLEAN DEFAULT false"
+# the columns each audit function returns (its RETURNS TABLE): the Python audits' columns, in their order
+_ACL_COLUMNS = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
+_DECIDED_COLUMNS = ("decision STRING, certain BOOLEAN, reason STRING, deciding_acl_ids ARRAY<STRING>, "
+                    "uncertain_acl_ids ARRAY<STRING>, coverage STRING")
+_WHO_RETURNS = ("cluster_id STRING, as_of_offset BIGINT, principal STRING, who STRING, host STRING, from_host STRING, "
+                f"operation STRING, resource_type STRING, resource_name STRING, {_DECIDED_COLUMNS}, via ARRAY<STRING>")
+_ACCESS_RETURNS = ("cluster_id STRING, principal STRING, who STRING, host STRING, operation STRING, "
+                   "resource_type STRING, resource_name STRING, change STRING, certain BOOLEAN, from_offset BIGINT, "
+                   "to_offset BIGINT, before_decision STRING, before_certain BOOLEAN, before_reason STRING, "
+                   "before_deciding_acl_ids ARRAY<STRING>, after_decision STRING, after_certain BOOLEAN, "
+                   "after_reason STRING, after_deciding_acl_ids ARRAY<STRING>, after_via ARRAY<STRING>")
+_DIFF_RETURNS = f"change STRING, certain BOOLEAN, acl_id STRING, {_ACL_COLUMNS}, before STRING, after STRING"
+_TIMELINE_RETURNS = ("cluster_id STRING, principal STRING, who STRING, host STRING, operation STRING, "
+                     "resource_type STRING, resource_name STRING, from_offset BIGINT, to_offset BIGINT, "
+                     f"{_DECIDED_COLUMNS}, from_time BIGINT, to_time BIGINT, via ARRAY<STRING>")
+_RISKY_RETURNS = (f"cluster_id STRING, risk STRING, why STRING, acl_id STRING, {_ACL_COLUMNS}, "
+                  "valid_from_offset BIGINT, valid_from_min_offset BIGINT, valid_from_time BIGINT, "
+                  "valid_to_offset BIGINT, valid_to_min_offset BIGINT, valid_to_time BIGINT, certain BOOLEAN, "
+                  "as_of_offset BIGINT, coverage STRING")
 
 
 def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> list[SqlFunction]:
@@ -615,36 +641,51 @@ def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> li
     who, what, acc, diff, tl, risky = ("acl_who_can", "acl_what_can", "acl_access_changes", "acl_diff",
                                        "acl_timeline", "acl_risky_grants")
     fields = ", ".join(f"d.{c}" for c in ACL_FIELDS)
+    cov = src.cov
+
+    # from_offset may be negative (-1: before the first record, as in acl_changes_between)
+    def offsets(*names: str) -> list[tuple[str, str]]:
+        return [UNKNOWN_CLUSTER_CHECK, *[negative_offset_check(n) for n in names]]
+
     return [
         SqlFunction(who, "cluster STRING, operation STRING, resource_type STRING, resource_name STRING, "
-                    f"at_offset BIGINT, {_SETTINGS_PARAMS}", None,
+                    f"at_offset BIGINT, {_SETTINGS_PARAMS}", _WHO_RETURNS,
                     "Who could perform the operation on the resource at the offset, per host, through which ACLs "
                     "(via); DENYs listed; NEVER_MATCHES rows for ACLs whose host no client can present. super_users: "
                     "the broker's super.users text; allow_everyone: allow.everyone.if.no.acl.found.",
-                    who_can_sql(src, f"{who}.cluster", f"{who}.operation", f"{who}.resource_type",
-                                f"{who}.resource_name", f"{who}.at_offset", settings(who))),
-        SqlFunction(what, f"cluster STRING, principal STRING, at_offset BIGINT, {_SETTINGS_PARAMS}", None,
+                    guarded_sql(who_can_sql(src, f"{who}.cluster", f"{who}.operation", f"{who}.resource_type",
+                                            f"{who}.resource_name", f"{who}.at_offset", settings(who)),
+                                _WHO_RETURNS, cov, offsets("at_offset"))),
+        SqlFunction(what, f"cluster STRING, principal STRING, at_offset BIGINT, {_SETTINGS_PARAMS}",
+                    f"{_WHO_RETURNS}, pattern_type STRING",
                     "What the principal could do at the offset (its own ACLs and User:*), per host, through which "
                     "ACLs; DENYs listed; its ACLs whose host no client can present.",
-                    what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset", settings(what))),
-        SqlFunction(acc, f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}", None,
+                    guarded_sql(what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset",
+                                             settings(what)),
+                                f"{_WHO_RETURNS}, pattern_type STRING", cov, offsets("at_offset"))),
+        SqlFunction(acc, f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}", _ACCESS_RETURNS,
                     "Access gained, lost or uncertain between the two offsets.",
-                    access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset", f"{acc}.to_offset",
-                                       settings(acc))),
-        SqlFunction(diff, "cluster STRING, from_offset BIGINT, to_offset BIGINT", None,
+                    guarded_sql(access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset",
+                                                   f"{acc}.to_offset", settings(acc)),
+                                _ACCESS_RETURNS, cov, offsets("to_offset"))),
+        SqlFunction(diff, "cluster STRING, from_offset BIGINT, to_offset BIGINT", _DIFF_RETURNS,
                     "ACLs added or removed between the two offsets (maybe_* where a hole makes it uncertain).",
-                    f"SELECT d.change, d.certain, d.acl_id, {fields}, d.before, d.after FROM "
-                    f"({acl_changes_sql(src, f'{diff}.cluster', f'{diff}.from_offset', f'{diff}.to_offset')}) d"),
+                    guarded_sql(f"SELECT d.change, d.certain, d.acl_id, {fields}, d.before, d.after FROM "
+                                f"({acl_changes_sql(src, f'{diff}.cluster', f'{diff}.from_offset', f'{diff}.to_offset')}) d",
+                                _DIFF_RETURNS, cov, offsets("to_offset"))),
         SqlFunction(tl, "cluster STRING, principal STRING, resource_type STRING, resource_name STRING, "
-                    f"operation STRING DEFAULT NULL, {_SETTINGS_PARAMS}", None,
+                    f"operation STRING DEFAULT NULL, {_SETTINGS_PARAMS}", _TIMELINE_RETURNS,
                     "Decision intervals over the whole history for a principal (resource type and name NULL) or a "
                     "resource (principal NULL); operation NULL means every operation the ACLs decide.",
-                    timeline_sql(src, f"{tl}.cluster", f"{tl}.principal", f"{tl}.resource_type",
-                                 f"{tl}.resource_name", f"{tl}.operation", settings(tl))),
-        SqlFunction(risky, "cluster STRING, at_offset BIGINT, allow_everyone BOOLEAN DEFAULT NULL", None,
+                    guarded_sql(timeline_sql(src, f"{tl}.cluster", f"{tl}.principal", f"{tl}.resource_type",
+                                             f"{tl}.resource_name", f"{tl}.operation", settings(tl)),
+                                _TIMELINE_RETURNS, cov, offsets())),
+        SqlFunction(risky, "cluster STRING, at_offset BIGINT, allow_everyone BOOLEAN DEFAULT NULL", _RISKY_RETURNS,
                     "Risky ACL lifetimes (all history when at_offset is NULL) and, at an offset, the topics "
                     "allow.everyone.if.no.acl.found exposes (omitted when allow_everyone is false).",
-                    risky_grants_sql(src, f"{risky}.cluster", f"{risky}.at_offset", f"{risky}.allow_everyone")),
+                    guarded_sql(risky_grants_sql(src, f"{risky}.cluster", f"{risky}.at_offset",
+                                                 f"{risky}.allow_everyone"),
+                                _RISKY_RETURNS, cov, offsets("at_offset"))),
     ]
 
 

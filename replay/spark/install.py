@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from replay.spark.audits import audit_functions
 from replay.spark.queries import ACL_FIELDS, LIVE_SQL, MAYBE_SQL, state_functions
 from replay.spark.sqlddl import SqlFunction, SqlView
-from replay.spark.tables import Lake, quote_ident
+from replay.spark.tables import ALL_TABLES, Lake, quote_ident
 
 
 def lake_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
@@ -69,8 +69,9 @@ def install_statements(lake: Lake, schema: str | None = None) -> list[str]:
 
 
 def install(spark: SparkSession, lake: Lake, schema: str | None = None) -> list[str]:
-    """Run `install_statements`; returns them."""
+    """Run `install_statements`, and give the lake's existing tables the comments they lack (`Lake.document`);
+    returns every statement run."""
     statements = install_statements(lake, schema)
     for s in statements:
         spark.sql(s)
-    return statements
+    return statements + [s for t in ALL_TABLES if lake.exists(t) for s in lake.document(t)]

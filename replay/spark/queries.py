@@ -169,21 +169,32 @@ def _returns_nulls(returns: str) -> str:
 
 _UNKNOWN_NAMES = ("CASE WHEN size(k._names) = 0 THEN 'it holds no replayed cluster yet' ELSE concat('it holds ', "
                   "array_join(transform(slice(array_sort(k._names), 1, 20), x -> concat('\\'', x, '\\'')), ', ')) END")
-_UNKNOWN_CLUSTER = ("NOT array_contains(k._names, cluster)", "concat('cluster \\'', cluster, '\\' has no replayed history in the lake (', "
-                    f"{_UNKNOWN_NAMES}, '); ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME')")
+UNKNOWN_CLUSTER_CHECK = ("NOT array_contains(k._names, cluster)", "concat('cluster \\'', cluster, '\\' has no replayed history in the lake (', "
+                         f"{_UNKNOWN_NAMES}, '); ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME')")
 
 
-def _guarded(body: str, returns: str, cov: str, checks: list[tuple[str, str]], also: str = "") -> str:
+def guarded_sql(body: str, returns: str, cov: str, checks: list[tuple[str, str]], also: str = "") -> str:
     """`body` plus a branch with no rows that raises the first failed check (condition, message) as an error: a
     wrong question must not read as "no ACLs". The branch is its own side of a UNION ALL, so it runs whatever the
-    body's tables hold. Checks see `k._names` (the clusters in `cov`) and `also`'s columns."""
+    body's tables hold; a final ORDER BY of `body` orders the union. Checks see `k._names` (the clusters in `cov`),
+    the function's parameters and `also`'s columns."""
+    query, order = _final_order(body)
     cases = " ".join(f"WHEN {cond} THEN raise_error({msg})" for cond, msg in checks)
     guard = (f"SELECT {_returns_nulls(returns)} FROM (SELECT collect_set(c.cluster_id) AS _names FROM {cov} c) k"
              f"{also} WHERE CASE {cases} ELSE false END")
-    return f"SELECT * FROM ({body}) UNION ALL {guard}"
+    return f"SELECT * FROM ({query}) UNION ALL {guard}{order}"
 
 
-def _negative(at: str) -> tuple[str, str]:
+def _final_order(body: str) -> tuple[str, str]:
+    """(`body` without its final top-level ORDER BY, that clause with a leading newline, or '')."""
+    i = body.rfind("ORDER BY")
+    head = body[:i]
+    if i < 0 or head.count("(") != head.count(")"):
+        return body, ""
+    return head.rstrip(), "\n" + body[i:]
+
+
+def negative_offset_check(at: str) -> tuple[str, str]:
     return (f"{at} < 0", f"concat('offset ', {at}, ' is negative: offsets of __cluster_metadata start at 0')")
 
 
@@ -236,26 +247,26 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
     # a time before the cluster's known history has no offset
     time_offset = (f", (SELECT max(t.offset) AS _at FROM {times} t WHERE t.cluster_id = cluster "
                    "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) ta")
-    time_checks = [_UNKNOWN_CLUSTER, _before_history("ta._at", "ts")]
+    time_checks = [UNKNOWN_CLUSTER_CHECK, _before_history("ta._at", "ts")]
     cov_at_time = at_time.rstrip() + ", " + coverage_sql("a.at", ", a").replace("WITH k AS", "k AS", 1)
     return [
         SqlFunction("acl_state_at", "cluster STRING, at_offset BIGINT", returns,
                     "The ACLs live in a cluster as of a log offset of __cluster_metadata: certainty is certain, or "
                     "uncertain where a hole in the dumps hides when an ACL began or ended.",
-                    _guarded(body.format(at="at_offset"), returns, cov, [_negative("at_offset"), _UNKNOWN_CLUSTER])),
+                    guarded_sql(body.format(at="at_offset"), returns, cov, [negative_offset_check("at_offset"), UNKNOWN_CLUSTER_CHECK])),
         SqlFunction("acl_state_at_time", "cluster STRING, ts TIMESTAMP", returns,
                     "The ACLs live in a cluster as of a time: the last offset whose append time is at or before it.",
-                    _guarded(at_time_body, returns, cov, time_checks, time_offset)),
+                    guarded_sql(at_time_body, returns, cov, time_checks, time_offset)),
         SqlFunction("acl_changes_between", "cluster STRING, from_offset BIGINT, to_offset BIGINT", events_returns,
                     "The visible ACL changes of a cluster at offsets from_offset < offset <= to_offset, in order.",
-                    _guarded(events_body, events_returns, cov, [_UNKNOWN_CLUSTER])),
+                    guarded_sql(events_body, events_returns, cov, [UNKNOWN_CLUSTER_CHECK])),
         SqlFunction("acl_coverage_at", "cluster STRING, at_offset BIGINT", coverage_returns,
                     "How far acl_state_at can be trusted at an offset: covered by a dump or snapshot, complete (no ACL "
                     "nobody recorded could be live), exact, and the numbers of certain and uncertain ACLs.",
-                    _guarded(coverage_sql("at_offset"), coverage_returns, cov, [_negative("at_offset"), _UNKNOWN_CLUSTER])),
+                    guarded_sql(coverage_sql("at_offset"), coverage_returns, cov, [negative_offset_check("at_offset"), UNKNOWN_CLUSTER_CHECK])),
         SqlFunction("acl_coverage_at_time", "cluster STRING, ts TIMESTAMP", coverage_returns,
                     "acl_coverage_at for the offset of a time (the last offset whose append time is at or before it).",
-                    _guarded(cov_at_time, coverage_returns, cov, time_checks, time_offset)),
+                    guarded_sql(cov_at_time, coverage_returns, cov, time_checks, time_offset)),
     ]
 
 

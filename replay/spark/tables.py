@@ -52,6 +52,24 @@ REPLAY_STATE = "replay_state"
 ALL_TABLES = (METADATA_RECORDS, QUARANTINE, ACL_EVENTS, ACL_HISTORY, LOG_COVERAGE, ANOMALIES, OFFSET_TIMES,
               REPLAY_STATE)
 
+# What each table holds, as `DESCRIBE TABLE EXTENDED` shows it (every column carries its own comment too).
+TABLE_COMMENTS = {
+    METADATA_RECORDS: "Bronze: one row per record of the metadata log and of each snapshot, as ingested from the "
+                      "dumps (decoded fields, payload JSON, raw bytes, file and byte position, batch facts).",
+    QUARANTINE: "What could not be read from the dumps: one row per undecodable piece, with where and why.",
+    ACL_EVENTS: "Silver: one row per visible ACL change (CREATE or REMOVE) in the order the cluster applied them.",
+    ACL_HISTORY: "Gold: one row per ACL lifetime. The state as of offset N is the rows live at N: certainly live on "
+                 "[valid_from_offset, valid_to_min_offset), possibly live on [valid_from_min_offset, "
+                 "valid_to_offset).",
+    LOG_COVERAGE: "Which offset ranges are known from log records, from snapshots only, missing, or incomplete.",
+    ANOMALIES: "Findings of the replay: snapshot mismatches, divergent copies, unknown removes, holes, pending "
+               "transactions, and the problems of the quarantine.",
+    OFFSET_TIMES: "Time index: the append time of each batch's last offset (as of time T = as of the last offset "
+                  "whose time is <= T).",
+    REPLAY_STATE: "One row per cluster: the last replay's mode, status and the state an incremental replay "
+                  "resumes from.",
+}
+
 PARTITION_COLUMNS = ("cluster_id",)
 
 # Properties every table gets at creation.
@@ -132,83 +150,109 @@ QUARANTINE_SCHEMA = StructType([
 
 # ---- the replay's tables (DESIGN.md §4), written by replay.spark.replay; the lake owns every table's schema
 ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
-ACL_COLUMNS = [StructField(c, StringType()) for c in ACL_FIELDS]
+ACL_COLUMNS = [_f("resource_type", StringType(), "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)"),
+               _f("resource_name", StringType(), "resource name, or prefix for a PREFIXED pattern"),
+               _f("pattern_type", StringType(), "PatternType enum name (LITERAL, PREFIXED)"),
+               _f("principal", StringType(), "principal, e.g. User:alice; User:* is every principal"),
+               _f("host", StringType(), "host the ACL applies to as Kafka stores it; * for any"),
+               _f("operation", StringType(), "AclOperation enum name (READ, WRITE, ALL, ...)"),
+               _f("permission_type", StringType(), "AclPermissionType enum name (ALLOW, DENY)")]
+_ACL_ID = _f("acl_id", StringType(), "the ACL's id as Kafka prints it (base64url UUID); never reused", nullable=False)
+
+
+def _offset(name: str, comment: str, nullable: bool = False) -> StructField:
+    return _f(name, LongType(), comment, nullable)
+
+
+def _millis(name: str, comment: str, nullable: bool = True) -> StructField:
+    return _f(name, LongType(), f"{comment}, epoch milliseconds (the batch's append time; DESIGN.md rule 8)", nullable)
+
 
 EVENTS_SCHEMA = StructType([
-    StructField("cluster_id", StringType(), False),
-    StructField("offset", LongType(), False),  # where the change became visible
-    StructField("offset_min", LongType(), False),  # == offset when exact; else it happened in [min, offset]
-    StructField("exact", BooleanType(), False),
-    StructField("seq", LongType(), False),  # 1-based order of application within the cluster
-    StructField("time", LongType()),
-    StructField("acl_id", StringType(), False),
-    StructField("change", StringType(), False),  # CREATE | REMOVE
-    StructField("cause", StringType(), False),  # RECORD | TRANSACTION | REPLACE | SNAPSHOT_LOAD
-    StructField("record_offset", LongType()),  # the record's own offset (null for snapshot loads)
+    _CLUSTER,
+    _offset("offset", "log offset at which the change became visible (a transaction's end, a snapshot's last offset)"),
+    _offset("offset_min", "equal to offset when exact; else the change happened somewhere in [offset_min, offset]"),
+    _f("exact", BooleanType(), "whether offset is the change's exact offset", nullable=False),
+    _offset("seq", "1-based order in which the cluster's changes apply"),
+    _millis("time", "time of offset; null when no batch time is known"),
+    _ACL_ID,
+    _f("change", StringType(), "CREATE or REMOVE", nullable=False),
+    _f("cause", StringType(), "RECORD, TRANSACTION (committed at its end), REPLACE (an id created again) or "
+       "SNAPSHOT_LOAD", nullable=False),
+    _offset("record_offset", "the ACL record's own offset; null for snapshot loads", nullable=True),
     *ACL_COLUMNS,
 ])
 
 HISTORY_SCHEMA = StructType([
-    StructField("cluster_id", StringType(), False),
-    StructField("acl_id", StringType(), False),
+    _CLUSTER,
+    _ACL_ID,
     *ACL_COLUMNS,
-    StructField("valid_from_offset", LongType(), False),
-    StructField("valid_from_min_offset", LongType(), False),
-    StructField("valid_from_exact", BooleanType(), False),
-    StructField("valid_from_time", LongType()),
-    StructField("began_by", StringType(), False),
-    StructField("valid_to_offset", LongType()),
-    StructField("valid_to_min_offset", LongType()),
-    StructField("valid_to_exact", BooleanType()),
-    StructField("valid_to_time", LongType()),
-    StructField("ended_by", StringType()),
+    _offset("valid_from_offset", "first offset at which the ACL is certainly live"),
+    _offset("valid_from_min_offset", "earliest offset at which it may be live: equal to valid_from_offset when "
+            "exact, lower when it was created inside a hole that a snapshot bridges"),
+    _f("valid_from_exact", BooleanType(), "whether valid_from_offset is the creation's exact offset", nullable=False),
+    _millis("valid_from_time", "time of valid_from_offset"),
+    _f("began_by", StringType(), "what created it: RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD", nullable=False),
+    _offset("valid_to_offset", "first offset at which it is certainly gone; null while it may still be live",
+            nullable=True),
+    _offset("valid_to_min_offset", "earliest offset at which it may be gone (certainly live before it); equal to "
+            "valid_to_offset when exact; null while live", nullable=True),
+    _f("valid_to_exact", BooleanType(), "whether valid_to_offset is the removal's exact offset; null while live"),
+    _millis("valid_to_time", "time of valid_to_offset; null while live"),
+    _f("ended_by", StringType(), "what removed it: RECORD, TRANSACTION, REPLACE or SNAPSHOT_LOAD; null while live"),
 ])
 
 COVERAGE_SCHEMA = StructType([
-    StructField("cluster_id", StringType(), False),
-    StructField("start_offset", LongType(), False),
-    StructField("end_offset", LongType(), False),
-    StructField("kind", StringType(), False),  # log | snapshot | missing | incomplete
-    StructField("source", StringType()),
+    _CLUSTER,
+    _offset("start_offset", "first offset of the range (inclusive)"),
+    _offset("end_offset", "last offset of the range (inclusive)"),
+    _f("kind", StringType(), "log (records known), snapshot (bridged by a snapshot only), missing (nothing known) or "
+       "incomplete (the state is not fully known here)", nullable=False),
+    _f("source", StringType(), "kind snapshot: the snapshot file that shows the state there; null otherwise"),
 ])
 
 ANOMALIES_SCHEMA = StructType([
-    StructField("cluster_id", StringType(), False),
-    StructField("kind", StringType(), False),
-    StructField("offset", LongType()),
-    StructField("source_file", StringType()),
-    StructField("file_position", LongType()),
-    StructField("message", StringType(), False),
+    _CLUSTER,
+    _f("kind", StringType(), "what was found (ProblemKind value: snapshot_mismatch, divergence, unknown_remove, ...)",
+       nullable=False),
+    _offset("offset", "the log offset it concerns, when known", nullable=True),
+    _f("source_file", StringType(), "the file it was found in, when one file is to blame"),
+    _f("file_position", LongType(), "byte position in that file, when known"),
+    _f("message", StringType(), "what was found, in words", nullable=False),
 ])
 
 OFFSET_TIMES_SCHEMA = StructType([
-    StructField("cluster_id", StringType(), False),
-    StructField("offset", LongType(), False),  # last offset of a batch, or a snapshot's last contained offset
-    StructField("time", LongType(), False),
+    _CLUSTER,
+    _offset("offset", "last offset of a batch, or a snapshot's last contained offset"),
+    _millis("time", "time of every offset from the previous entry's offset + 1 to this one", nullable=False),
 ])
 
 REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
                   "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
 
 STATE_SCHEMA = StructType([
-    StructField("cluster_id", StringType(), False),
-    StructField("replay_id", StringType(), False),
-    StructField("replayed_at", TimestampType(), False),
-    StructField("status", StringType(), False),  # running | done
-    StructField("mode", StringType(), False),  # full | incremental
-    StructField("reason", StringType()),  # why that mode
-    StructField("high_watermark", LongType()),
-    StructField("ingest_ids", ArrayType(StringType())),  # the ingests whose rows the replay read
-    StructField("last_offset", LongType()),
-    StructField("resume_offset", LongType()),  # the latest settled loaded snapshot (null: no resume point)
-    StructField("epoch_floor", IntegerType()),
-    StructField("marker_offset", LongType()),
-    StructField("marker_key", IntegerType()),
-    StructField("marker_time", LongType()),
-    StructField("marker_file", StringType()),
-    StructField("marker_position", LongType()),
-    StructField("gap_end", LongType()),
-    StructField("hole_since_marker", BooleanType()),
+    _CLUSTER,
+    _f("replay_id", StringType(), "the replay that wrote this row", nullable=False),
+    _f("replayed_at", TimestampType(), "when that replay started", nullable=False),
+    _f("status", StringType(), "running or done (running after it finished: the replay failed)", nullable=False),
+    _f("mode", StringType(), "full or incremental", nullable=False),
+    _f("reason", StringType(), "why that mode, in words"),
+    _offset("high_watermark", "the cut-off offset the user gave (records after it were left out); null: none",
+            nullable=True),
+    _f("ingest_ids", ArrayType(StringType()), "the ingests whose rows the replay read"),
+    _offset("last_offset", "the last offset known after the replay", nullable=True),
+    _offset("resume_offset", "the latest settled loaded snapshot's last offset, where the next replay may resume; "
+            "null: no resume point", nullable=True),
+    _f("epoch_floor", IntegerType(), "resume state: the highest leader epoch seen up to resume_offset"),
+    _offset("marker_offset", "resume state: offset of the last transaction marker (begin, end, abort) at or "
+            "before resume_offset; null: none",
+            nullable=True),
+    _f("marker_key", IntegerType(), "resume state: that marker's record type (api key)"),
+    _millis("marker_time", "resume state: that marker's time"),
+    _f("marker_file", StringType(), "resume state: the file that marker was read from"),
+    _f("marker_position", LongType(), "resume state: that marker's byte position in its file"),
+    _offset("gap_end", "resume state: end of the last hole in the log at or before resume_offset", nullable=True),
+    _f("hole_since_marker", BooleanType(), "resume state: whether a hole lies between that marker and resume_offset"),
 ])
 
 ACL_EVENTS_SCHEMA = EVENTS_SCHEMA
@@ -254,6 +298,11 @@ def ddl_columns(schema: StructType) -> str:
             col += f" COMMENT {_sql_string(comment)}"
         cols.append(col)
     return ", ".join(cols)
+
+
+def _table_comment(name: str) -> str:
+    comment = TABLE_COMMENTS.get(name)
+    return f"COMMENT {_sql_string(comment)} " if comment else ""
 
 
 def is_uri(location: str) -> bool:
@@ -378,7 +427,7 @@ class Lake:
             try:
                 self.spark.sql(
                     f"CREATE TABLE IF NOT EXISTS {ref} ({ddl_columns(schema)}) USING DELTA{partitioned} "
-                    f"TBLPROPERTIES ({props})"
+                    f"{_table_comment(name)}TBLPROPERTIES ({props})"
                 )
             except Exception:
                 if not self.exists(name):  # lost a creation race with another writer: fine; anything else: raise
@@ -394,6 +443,22 @@ class Lake:
             self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({ddl_columns(StructType(missing))})")
         self._checked.add(key)
         return ref
+
+    def document(self, name: str) -> list[str]:
+        """Give an existing table the comments of its schema and of `TABLE_COMMENTS` where it lacks them (a lake
+        written by an older version has fewer). Each change is a metadata-only commit; returns the statements run."""
+        ref = self.ensure(name)
+        stored = {f.name: f.metadata.get("comment") for f in self.read(name).schema.fields}
+        changes = [f"ALTER TABLE {ref} ALTER COLUMN {quote_ident(f.name)} COMMENT {_sql_string(f.metadata['comment'])}"
+                   for f in SCHEMAS[name].fields
+                   if f.metadata.get("comment") and stored.get(f.name) != f.metadata["comment"]]
+        comment = TABLE_COMMENTS.get(name)
+        detail = self.spark.sql(f"DESCRIBE DETAIL {ref}").first()
+        if comment and (detail is None or detail["description"] != comment):
+            changes.append(f"ALTER TABLE {ref} SET TBLPROPERTIES ('comment' = {_sql_string(comment)})")
+        for statement in changes:
+            self.spark.sql(statement)
+        return changes
 
     def ensure_all(self, names: list[str] | None = None) -> None:
         for name in names or list(SCHEMAS):

@@ -48,6 +48,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     session.stop()
 
 
+@pytest.fixture
+def without_aqe(spark: Any) -> Iterator[None]:
+    """Adaptive execution off for one test. The audit and authorize queries are deep plans over a handful of rows:
+    AQE runs each of their shuffles as a job of its own (a warm who_can: 38 jobs and 7 s with it, 8 jobs and 4 s
+    without). The answers are the same either way; the replay tests keep it on, as it is by default."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    yield
+    spark.conf.set(key, before)
+
+
 @pytest.fixture(scope="session")
 def sample_lake(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Every sample in `data/` ingested into one lake (cluster = the sample's directory name) and replayed: read

@@ -21,9 +21,12 @@ def main(path: str) -> None:
              .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                      f"jdbc:derby:;databaseName={spec['metastore']};create=true")
              .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             # tiny data: compiling code for each plan costs more than running it (as in the other Spark tests)
-             .config("spark.sql.codegen.wholeStage", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+             # a small lake on 2 cores: 2 tasks per shuffle and per Delta log replay, not Spark's 200 and 50 (as
+             # kraft-replay's own local sessions set them); and, as in the other Spark tests, no code generation and
+             # no job per shuffle (AQE): on a handful of rows they cost more than running the plan
+             .config("spark.sql.shuffle.partitions", "2").config("spark.databricks.delta.snapshotPartitions", "2")
+             .config("spark.sql.codegen.wholeStage", "false")
+             .config("spark.sql.adaptive.enabled", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
              .enableHiveSupport().getOrCreate())
     out = []
     for query in spec["queries"]:

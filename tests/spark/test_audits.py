@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_authorize import MemLake, _acl, life  # type: ignore[import-not-found]
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 LIVES = [
     life("a1", _acl("pay", "PREFIXED", "User:bob", "READ", "ALLOW"), 5),
@@ -144,7 +144,8 @@ def _norm(rows: list[Any]) -> list[tuple[Any, ...]]:
 
 def test_sql_functions_give_the_python_audits_rows(spark: Any, lake: MemLake) -> None:
     """Every audit is reachable from SQL (register_audit_functions) and gives the Python audit's rows, column for
-    column, including the settings (super.users parsed as Kafka parses it; allow.everyone)."""
+    column, including the settings (super.users parsed as Kafka parses it; allow.everyone), names in any case and
+    named arguments. Each function's plain call on the samples is held to the Python API by test_sql_install."""
     from replay.spark import audits
 
     audits.register_audit_functions(spark, lake)
@@ -154,20 +155,13 @@ def test_sql_functions_give_the_python_audits_rows(spark: Any, lake: MemLake) ->
         ("SELECT * FROM acl_who_can('c', 'DESCRIBE', 'TOPIC', 'payments', 25, ' User:root ; ', true)",
          audits.audit_who_can(spark, lake, "c", "DESCRIBE", "TOPIC", "payments", offset=25, super_users="User:root",
                               allow_everyone=True)),
-        ("SELECT * FROM acl_who_can('c', 'WRITE', 'TOPIC', 'payments', 37)",
-         audits.audit_who_can(spark, lake, "c", "WRITE", "TOPIC", "payments", offset=37)),
-        ("SELECT * FROM acl_what_can('c', 'User:bob', 25)", audits.audit_what_can(spark, lake, "c", "User:bob", 25)),
         ("SELECT * FROM acl_what_can('c', 'User:dave', 55, super_users => 'User:dave')",
          audits.audit_what_can(spark, lake, "c", "User:dave", 55, super_users="User:dave")),
-        ("SELECT * FROM acl_access_changes('c', 4, 12)", audits.audit_changes(spark, lake, "c", 4, 12)["access"]),
         ("SELECT * FROM acl_access_changes('c', 25, 55, 'User:carol')",
          audits.audit_changes(spark, lake, "c", 25, 55, super_users="User:carol")["access"]),
         ("SELECT * FROM acl_timeline('c', 'User:bob', NULL, NULL, 'READ')",
          audits.audit_timeline(spark, lake, "c", principal="User:bob", operation="READ")),
-        ("SELECT * FROM acl_timeline('c', NULL, 'TOPIC', 'payments')",
-         audits.audit_timeline(spark, lake, "c", resource_type="TOPIC", resource_name="payments")),
         ("SELECT * FROM acl_risky_grants('c', NULL)", audits.audit_risky_grants(spark, lake, "c")),
-        ("SELECT * FROM acl_risky_grants('c', 55)", audits.audit_risky_grants(spark, lake, "c", offset=55)),
         ("SELECT * FROM acl_risky_grants('c', 55, true)",
          audits.audit_risky_grants(spark, lake, "c", offset=55, allow_everyone=True)),
         ("SELECT * FROM acl_risky_grants('c', 55, false)",

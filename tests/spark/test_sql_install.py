@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from test_audits import _norm  # type: ignore[import-not-found]
 
 from replay import cli
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 CLIENT = Path(__file__).with_name("sql_client.py")
 
@@ -46,9 +46,10 @@ def test_printed_ddl_is_plain_persistent_sql(tmp_path: Path) -> None:
     assert cli.main(["install-sql", "--lake", str(tmp_path / "lake"), "--print"], err) == 2  # no schema: usage
 
 
-def _expected(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tuple[str, str], principal: str
-              ) -> dict[str, Any]:
-    """What the Python API answers, keyed by the SQL each answer must equal."""
+def _questions(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tuple[str, str], principal: str
+               ) -> dict[str, Callable[[], list[dict[str, Any]]]]:
+    """Each SQL call and how the Python API answers it (a thunk, so that the answers can be computed while the
+    client runs)."""
     from pyspark.sql import functions as F
 
     from replay.spark import audits
@@ -70,37 +71,50 @@ def _expected(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tuple
         return [{"as_of_offset": at, "covered": s.covered, "complete": s.complete, "exact": s.exact,
                  "certain_acls": len(s.certain), "uncertain_acls": len(s.uncertain)}]
 
+    def changes() -> list[dict[str, Any]]:
+        return [r.asDict() for r in changes_between(lake, c, -1, mid).select(
+            "offset", "offset_min", "exact", "time", "acl_id", "change", "cause", *ACL_FIELDS).collect()]
+
+    def current() -> list[dict[str, Any]]:
+        times = {r.acl_id: r.valid_from_time
+                 for r in lake.read("acl_history").where(F.col("cluster_id") == c).collect()}
+        return [{"cluster_id": c, "as_of_offset": end, **{k: v for k, v in r.items() if k != "valid_to_offset"},
+                 "valid_from_time": times[r["acl_id"]]} for r in state(end)]
+
+    def diff() -> list[dict[str, Any]]:
+        return [{k: a[k] for k in ("acl_id", "change", "certain")}
+                for a in audits.audit_changes(spark, lake, c, mid, end)["acls"]]
+
     rtype, name = resource
-    changes = changes_between(lake, c, -1, mid).select(
-        "offset", "offset_min", "exact", "time", "acl_id", "change", "cause", *ACL_FIELDS)
-    times = {r.acl_id: r.valid_from_time for r in lake.read("acl_history").where(F.col("cluster_id") == c).collect()}
-    current = [{"cluster_id": c, "as_of_offset": end, **{k: v for k, v in r.items() if k != "valid_to_offset"},
-                "valid_from_time": times[r["acl_id"]]} for r in state(end)]
     t_mid = time_of_offset(lake, c, mid)
     at_time = f"timestamp_millis({t_mid})"
-    diff = audits.audit_changes(spark, lake, c, mid, end)
+    mid_by_time = offset_at_time(lake, c, t_mid) or 0
     return {
-        f"SELECT * FROM kr.acl_state_at('{c}', {mid})": state(mid),
-        f"SELECT * FROM kr.acl_state_at_time('{c}', {at_time})": state(offset_at_time(lake, c, t_mid) or 0),
-        f"SELECT * FROM kr.acl_coverage_at('{c}', {mid})": coverage(mid),
-        f"SELECT * FROM kr.acl_coverage_at_time('{c}', {at_time})": coverage(offset_at_time(lake, c, t_mid) or 0),
-        f"SELECT * FROM kr.acl_changes_between('{c}', -1, {mid})": [r.asDict() for r in changes.collect()],
+        f"SELECT * FROM kr.acl_state_at('{c}', {mid})": lambda: state(mid),
+        f"SELECT * FROM kr.acl_state_at_time('{c}', {at_time})": lambda: state(mid_by_time),
+        f"SELECT * FROM kr.acl_coverage_at('{c}', {mid})": lambda: coverage(mid),
+        f"SELECT * FROM kr.acl_coverage_at_time('{c}', {at_time})": lambda: coverage(mid_by_time),
+        f"SELECT * FROM kr.acl_changes_between('{c}', -1, {mid})": changes,
         f"SELECT * FROM kr.acl_who_can('{c}', 'DESCRIBE', '{rtype}', '{name}', {end})":
-            audits.audit_who_can(spark, lake, c, "DESCRIBE", rtype, name, offset=end),
+            lambda: audits.audit_who_can(spark, lake, c, "DESCRIBE", rtype, name, offset=end),
         f"SELECT * FROM kr.acl_what_can('{c}', '{principal}', {end})":
-            audits.audit_what_can(spark, lake, c, principal, end),
-        f"SELECT * FROM kr.acl_access_changes('{c}', {mid}, {end})": diff["access"],
-        f"SELECT acl_id, change, certain FROM kr.acl_diff('{c}', {mid}, {end})":
-            [{k: a[k] for k in ("acl_id", "change", "certain")} for a in diff["acls"]],
-        f"SELECT * FROM kr.acl_timeline('{c}', '{principal}', NULL, NULL)":
-            audits.audit_timeline(spark, lake, c, principal=principal),
-        f"SELECT * FROM kr.acl_risky_grants('{c}', {end})": audits.audit_risky_grants(spark, lake, c, offset=end),
+            lambda: audits.audit_what_can(spark, lake, c, principal, end),
+        f"SELECT * FROM kr.acl_access_changes('{c}', {mid}, {end})":
+            lambda: audits.audit_changes(spark, lake, c, mid, end)["access"],
+        f"SELECT acl_id, change, certain FROM kr.acl_diff('{c}', {mid}, {end})": diff,
+        f"SELECT * FROM kr.acl_timeline('{c}', NULL, '{rtype}', '{name}')":
+            lambda: audits.audit_timeline(spark, lake, c, resource_type=rtype, resource_name=name),
+        f"SELECT * FROM kr.acl_risky_grants('{c}', {end})":
+            lambda: audits.audit_risky_grants(spark, lake, c, offset=end),
         f"SELECT * FROM kr.acl_current WHERE cluster_id = '{c}'": current,
     }
 
 
 def test_installed_functions_answer_like_the_python_api_without_the_package(
         spark: Any, sample_lake: Any, tmp_path: Path) -> None:
+    """Install with the real command into a Hive metastore (Derby under tmp_path); then a plain PySpark process
+    calls every function and view. It runs while this process computes the Python API's answers: both spend most
+    of their time planning, on one core each."""
     from pyspark.sql import functions as F
 
     from replay.spark.queries import last_offset
@@ -113,11 +127,8 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
     live = sample_lake.read("acl_history").where((F.col("cluster_id") == c) & F.col("valid_to_offset").isNull()
                                                  & (F.col("pattern_type") == "LITERAL")).orderBy("acl_id").first()
     assert live is not None
-    started = time.monotonic()
-    expected = _expected(spark, sample_lake, c, mid, end, (live.resource_type, live.resource_name), live.principal)
+    questions = _questions(spark, sample_lake, c, mid, end, (live.resource_type, live.resource_name), live.principal)
 
-    print(f"expected answers: {time.monotonic() - started:.1f}s")
-    # 1. the real command installs into a Hive metastore (a Derby database under tmp_path)
     hive = _hive(tmp_path)
     env = {**os.environ, "PYSPARK_SUBMIT_ARGS": _hive_submit_args(hive), "KRAFT_REPLAY_SPARK_MASTER": "local[2]"}
     done = subprocess.run([sys.executable, "-m", "replay.cli", "install-sql", "--lake", sample_lake.location,
@@ -125,23 +136,25 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
     assert done.returncode == 0, done.stderr[-3000:]
     assert "installed 11 functions and 3 views in kr" in done.stdout
 
-    print(f"install: {time.monotonic() - started:.1f}s")
-    # 2. a process without the package calls them
     errors = {"SELECT * FROM kr.acl_state_at('no-such-cluster', 3)": "has no replayed history in the lake",
               f"SELECT * FROM kr.acl_coverage_at('{c}', -1)": "offset -1 is negative",
-              f"SELECT * FROM kr.acl_state_at_time('{c}', TIMESTAMP'1971-01-01')": "is at or before 1971-01-01"}
+              f"SELECT * FROM kr.acl_state_at_time('{c}', TIMESTAMP'1971-01-01')": "is at or before 1971-01-01",
+              "SELECT * FROM kr.acl_who_can('nope', 'READ', 'TOPIC', 'x', 5)": "cluster 'nope' has no replayed history",
+              f"SELECT * FROM kr.acl_access_changes('{c}', 0, -2)": "offset -2 is negative"}
     views = [f"SELECT * FROM kr.cluster_coverage WHERE cluster_id = '{c}'",
              f"SELECT count(*) AS n FROM kr.anomalies_latest WHERE cluster_id = '{c}'",
              "DESCRIBE FUNCTION EXTENDED kr.acl_who_can"]
     spec = {"jars": local_conf("local[2]", "x", "1g")["spark.jars"], **hive,
-            "queries": [*expected, *errors, *views]}
+            "queries": [*questions, *errors, *views]}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    ran = subprocess.run([sys.executable, str(CLIENT), str(tmp_path / "spec.json")], capture_output=True, text=True,
-                         timeout=600, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-                         cwd=str(tmp_path))
-    line = next((x for x in ran.stdout.splitlines() if x.startswith("RESULT ")), None)
-    assert line is not None, ran.stderr[-3000:]
-    print(f"client: {time.monotonic() - started:.1f}s")
+    out, err = tmp_path / "client.out", tmp_path / "client.err"  # files: a full pipe would stall the client
+    with out.open("w") as o, err.open("w") as e, subprocess.Popen(
+            [sys.executable, str(CLIENT), str(tmp_path / "spec.json")], stdout=o, stderr=e, cwd=str(tmp_path),
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}) as client:
+        expected = {query: answer() for query, answer in questions.items()}
+        client.wait(timeout=900)
+    line = next((x for x in out.read_text().splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, err.read_text()[-3000:]
     results = json.loads(line[len("RESULT "):])
     assert results.pop() == {"replay_imported": False}
     got = {r["query"]: r for r in results}

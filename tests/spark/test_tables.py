@@ -11,6 +11,7 @@ from replay.spark.tables import (
     METADATA_RECORDS,
     QUARANTINE,
     SCHEMAS,
+    TABLE_COMMENTS,
     Lake,
     ddl_columns,
     is_catalog_location,
@@ -32,6 +33,13 @@ def test_every_table_has_cluster_id_first() -> None:
                             "anomalies", "offset_times", "replay_state"}
     for schema in SCHEMAS.values():
         assert schema.fields[0].name == "cluster_id" and not schema.fields[0].nullable
+
+
+def test_every_table_and_column_says_what_it_holds() -> None:
+    assert set(TABLE_COMMENTS) == set(SCHEMAS)
+    for name, schema in SCHEMAS.items():
+        undocumented = [f.name for f in schema.fields if not f.metadata.get("comment", "").strip()]
+        assert not undocumented, (name, undocumented)
 
 
 def test_ddl_columns() -> None:
@@ -74,3 +82,37 @@ def test_ensure_all(spark: Any, tmp_path: Any) -> None:
     for name in SCHEMAS:
         assert lake.read(name).count() == 0
     assert lake.read(METADATA_RECORDS).schema["append_ts"].dataType.simpleString() == "timestamp"
+
+
+def _described(spark: Any, ref: str) -> tuple[dict[str, str], str]:
+    """(column -> comment, the table's comment) as `DESCRIBE TABLE EXTENDED` shows them to a SQL user."""
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {ref}").collect()
+    columns: dict[str, str] = {}
+    for r in rows:
+        if not r.col_name or r.col_name.startswith("#"):
+            break
+        columns[r.col_name] = r.comment or ""
+    table = next((r.data_type for r in rows if r.col_name == "Comment"), "")
+    return columns, table
+
+
+@pytest.mark.spark
+def test_describe_shows_every_comment_and_an_older_lake_gets_them(spark: Any, tmp_path: Any) -> None:
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.ensure_all()
+    for name, schema in SCHEMAS.items():
+        columns, table = _described(spark, lake.table_ref(name))
+        assert columns == {f.name: f.metadata["comment"] for f in schema.fields}, name
+        assert table == TABLE_COMMENTS[name], name
+    assert "certainly live on" in _described(spark, lake.table_ref("acl_history"))[1]
+
+    # a table written by an older version: no comments; `document` adds them, once
+    older = Lake(spark, str(tmp_path / "older"))
+    plain = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in SCHEMAS["anomalies"].fields)
+    spark.sql(f"CREATE TABLE {older.table_ref('anomalies')} ({plain}) USING DELTA")
+    assert set(_described(spark, older.table_ref("anomalies"))[0].values()) == {""}
+    done = older.document("anomalies")
+    assert len(done) == len(SCHEMAS["anomalies"].fields) + 1
+    columns, table = _described(spark, older.table_ref("anomalies"))
+    assert columns["message"] == "what was found, in words" and table == TABLE_COMMENTS["anomalies"]
+    assert older.document("anomalies") == []
