@@ -354,6 +354,18 @@ class Explanation:
 # --------------------------------------------------------------------------------------------------- index
 
 
+def presentable_host(host: str) -> bool:
+    """Whether an ACL's host can ever match a client: `*`, or an address a client's connection renders to exactly
+    (Kafka compares Java's rendering, so `2001:db8::5` or `010.0.0.1` never match). The SQL engine's form is
+    `replay.spark.authorize.presentable_host_sql`."""
+    if host == "*":
+        return True
+    try:
+        return java_host_address(host) == host
+    except ValueError:  # InvalidArgumentError: a name or no address at all
+        return False
+
+
 def _java_order(text: str) -> bytes:
     """Sort key equal to Java's ``String.compareTo`` (UTF-16 code units)."""
     return text.encode("utf-16-be", "surrogatepass")

@@ -19,6 +19,7 @@ from replay.kafka.authorizer import (
     StandardAuthorizer,
     java_host_address,
     parse_super_users,
+    presentable_host,
 )
 
 H = "10.0.0.1"
@@ -256,6 +257,12 @@ def test_java_host_rendering_rejects(text: str) -> None:
 def test_host_rendering_is_idempotent(address: object) -> None:
     once = java_host_address(str(address))
     assert java_host_address(once) == once
+
+
+def test_presentable_hosts_are_any_or_their_own_rendering() -> None:
+    assert presentable_host("*") and presentable_host("10.0.0.1") and presentable_host("0:0:0:0:0:0:0:1")
+    for never in ("::1", "010.0.0.1", "localhost", "[0:0:0:0:0:0:0:1]", "0:0:0:0:0:ffff:a00:1", ""):
+        assert not presentable_host(never), never
 
 
 def test_find_result_implication() -> None:  # StandardAuthorizerTest.testFindResultImplication

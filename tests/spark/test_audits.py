@@ -225,21 +225,13 @@ def _host_corpus() -> list[str]:
 def test_presentable_hosts_in_sql_are_those_java_renders_as_themselves(spark: Any) -> None:
     """The plain-SQL host rule (no Python function, so persistent SQL functions can use it) against the reference
     rendering: a host can match a client only when it is `*` or its own Java rendering."""
-    from replay.kafka.authorizer import InvalidArgumentError, java_host_address
+    from replay.kafka.authorizer import presentable_host
     from replay.spark.authorize import presentable_host_sql
-
-    def presentable(h: str) -> bool:
-        if h == "*":
-            return True
-        try:
-            return java_host_address(h) == h
-        except InvalidArgumentError:
-            return False
 
     hosts = _host_corpus()
     got = {r.h: r.ok for r in spark.createDataFrame([(h,) for h in hosts], "h string").selectExpr(
         "h", f"{presentable_host_sql('h')} AS ok").collect()}
-    assert got == {h: presentable(h) for h in hosts}
+    assert got == {h: presentable_host(h) for h in hosts}
     assert sum(got.values()) > 100 and sum(not v for v in got.values()) > 100  # both answers are exercised
 
 

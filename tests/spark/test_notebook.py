@@ -24,6 +24,7 @@ import pytest
 
 from replay import notebook as nb
 from replay.kafka.acl import AclBinding
+from replay.kafka.authorizer import presentable_host
 from replay.kafka.times import format_time
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,18 +136,6 @@ def authorizer(acls: Mapping[str, AclBinding], config: Mapping[str, str]) -> Any
     return a
 
 
-def _matchable(host: str) -> bool:
-    """`*`, or a host a client address renders to (Kafka compares Java's rendering: `2001:db8::5` never matches)."""
-    from replay.kafka.authorizer import java_host_address
-
-    if host == "*":
-        return True
-    try:
-        return java_host_address(host) == host
-    except ValueError:
-        return False
-
-
 def _covers(b: AclBinding, name: str) -> bool:
     return b.resource_name in (name, "*") if b.pattern_type == "LITERAL" else name.startswith(b.resource_name)
 
@@ -174,12 +163,12 @@ def reference_who_can(acls: Mapping[str, AclBinding], config: Mapping[str, str],
     a = authorizer(acls, config)
     cands = {i: b for i, b in acls.items() if b.resource_type == rtype and _covers(b, name)}
     principals = {b.principal for b in cands.values()} | set(a.super_users) | {"User:*"}
-    hosts = {b.host for b in cands.values() if _matchable(b.host)} | {"*"}
+    hosts = {b.host for b in cands.values() if presentable_host(b.host)} | {"*"}
     answers = {(p, h): decide(a, p, h, op, rtype, name) for p in principals for h in hosts}
     rows = {(p, h, *ans) for (p, h), ans in answers.items()
             if (h == "*" or ans[:2] != answers[(p, "*")][:2]) and (ans[0] != "DENIED" or ans[1] == "matching_deny")}
     return rows | {(b.principal, b.host, "NEVER_MATCHES", "acl_host_never_matches", (i,)) for i, b in cands.items()
-                   if not _matchable(b.host) and _decides(b, op)}
+                   if not presentable_host(b.host) and _decides(b, op)}
 
 
 def who_rows(rows: list[dict[str, Any]]) -> set[Who]:
@@ -201,7 +190,7 @@ def reference_access_changes(before: Mapping[str, AclBinding], after: Mapping[st
                [b.operation, *{"READ": ["DESCRIBE"], "WRITE": ["DESCRIBE"], "DELETE": ["DESCRIBE"], "ALTER": [
                    "DESCRIBE"], "ALTER_CONFIGS": ["DESCRIBE_CONFIGS"]}.get(b.operation, [])])
         for p in {b.principal, "User:*"}:
-            for h in {b.host, "*"} if _matchable(b.host) else {"*"}:
+            for h in {b.host, "*"} if presentable_host(b.host) else {"*"}:
                 for op in ops:
                     d0 = decide(a0, p, h, op, b.resource_type, b.resource_name)[0]
                     d1 = decide(a1, p, h, op, b.resource_type, b.resource_name)[0]
