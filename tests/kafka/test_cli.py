@@ -457,13 +457,15 @@ def test_building_the_parser_imports_no_spark() -> None:
 @pytest.fixture()
 def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """Stand-ins for the lake and the replay.spark modules the commands call; returns the calls made."""
-    calls: dict[str, list[Any]] = {"replay_lake": [], "sql": [], "audit": [], "sql_functions": [], "ingest": []}
+    calls: dict[str, list[Any]] = {"replay_lake": [], "sql": [], "audit": [], "sql_functions": [], "ingest": [],
+                                   "name_tables": []}
 
     def sql(query: str) -> Any:
         calls["sql"].append(query)
         return types.SimpleNamespace(collect=lambda: [])
 
-    lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql))
+    lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql),
+                                 name_tables=lambda: calls["name_tables"].append(True) or ["anomalies"])
     monkeypatch.setattr(cli, "_lake", lambda args, create=False: lake)
 
     def module(name: str, **attrs: Any) -> None:
@@ -516,6 +518,7 @@ def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
     lake = fake_spark["lake"][0]
     assert code == 0 and fake_spark["sql_functions"] == [lake] and fake_spark["audit"] == [(lake.spark, lake)]
     assert fake_spark["sql"] == ["SELECT * FROM acl_risky_grants('prod', 10)"] and out == "(none)\n"
+    assert fake_spark["name_tables"] == [True]  # the lake's tables are named too
 
 
 def test_ingest_error_is_a_message_not_a_traceback(fake_spark: dict[str, list[Any]],
