@@ -62,6 +62,7 @@ from replay.spark.authorize import (
     AuthorizerSettings,
     LakeTables,
     SqlSettings,
+    acl_text_sql,
     candidate_counts_sql,
     coverage_sql,
     decide_sql,
@@ -179,30 +180,17 @@ def _host_text_sql(h: str) -> str:
     return f"CASE WHEN {h} = '{ANY_HOST}' THEN '{ANY_HOST_TEXT}' ELSE {h} END"
 
 
-def _acl_text_sql(p: str = "") -> str:
-    """`TOPIC:PREFIXED:pay User:bob ALLOW READ from *` — one ACL in a line."""
-    c = {f: p + f for f in ACL_FIELDS}
-    return (f"concat_ws('', {c['resource_type']}, ':', {c['pattern_type']}, ':', {c['resource_name']}, ' ', "
-            f"{c['principal']}, ' ', {c['permission_type']}, ' ', {c['operation']}, ' from ', {c['host']})")
-
-
-def _describe_sql(results: str, ids_col: str, out_col: str, hist: str) -> str:
-    """`results` plus `out_col`: the ACLs behind `ids_col` spelled out, same order as the ids. Joined back on
-    (cluster, the id array) itself, so the text always belongs to its own row."""
-    return f"""SELECT r.*, coalesce(transform(n._l, s -> s.t), CAST(array() AS ARRAY<STRING>)) AS {out_col}
-FROM {results} r LEFT JOIN (
-  SELECT e._kc, e._ids, array_sort(collect_list(named_struct('_pos', e._pos, 't', coalesce(t._txt, e._id)))) AS _l
-  FROM (SELECT _kc, _ids, _pos, _id FROM (SELECT DISTINCT cluster_id AS _kc, {ids_col} AS _ids FROM {results})
-        LATERAL VIEW posexplode(_ids) x AS _pos, _id) e
-  LEFT JOIN (SELECT DISTINCT cluster_id AS _hc, acl_id AS _hid, {_acl_text_sql()} AS _txt FROM {hist}) t
-    ON e._kc = t._hc AND e._id = t._hid
-  GROUP BY e._kc, e._ids) n ON r.cluster_id = n._kc AND r.{ids_col} = n._ids"""
+def _described_sql(results: str, ids_col: str, out_col: str, texts_col: str = "acl_texts") -> str:
+    """`results` without `texts_col` plus `out_col`: the ACLs behind `ids_col` spelled out, in the ids' order, from
+    the decision's own `acl_texts` (so the decisions are read once, not joined back to themselves)."""
+    return (f"SELECT * EXCEPT ({texts_col}), coalesce(transform({ids_col}, i -> coalesce(element_at({texts_col}, i), "
+            f"i)), CAST(array() AS ARRAY<STRING>)) AS {out_col} FROM {results}")
 
 
 def _decorate_sql(decided: str) -> str:
     return (f"SELECT cluster_id, _at AS as_of_offset, _p AS principal, {_who_sql('_p')} AS who, _h AS host, "
             f"{_host_text_sql('_h')} AS from_host, _op AS operation, _rtype AS resource_type, _name AS resource_name, "
-            f"decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage FROM {decided}")
+            f"decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage, acl_texts FROM {decided}")
 
 
 def _only_distinct_hosts_sql(rel: str, group: Sequence[str]) -> str:
@@ -233,7 +221,7 @@ def who_can_sql(src: _Sources, cluster: str, operation: str, resource_type: str,
     at_ = f"CAST({at} AS BIGINT)"
     op = _enum_sql(operation, AclOperation, "operation")
     certain, maybe = live_sql("p._at", "h")
-    via_main = _describe_sql("_deco", "deciding_acl_ids", "via", src.hist)
+    via_main = _described_sql("_deco", "deciding_acl_ids", "via")
     out = ("cluster_id, as_of_offset, principal, who, host, from_host, operation, resource_type, resource_name, "
            "decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage, via")
     return f"""WITH
@@ -256,7 +244,7 @@ _never AS (SELECT c.cluster_id, c._at AS as_of_offset, c.principal, {_who_sql('c
              c.host AS from_host, {op} AS operation, c.resource_type, c._asked AS resource_name,
              '{NEVER_MATCHES}' AS decision, c._cl AS certain, '{R_HOST_NEVER_MATCHES}' AS reason,
              array(c.acl_id) AS deciding_acl_ids, CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage,
-             array({_acl_text_sql('c.')}) AS via
+             array({acl_text_sql('c.')}) AS via
            FROM _cands c LEFT JOIN ({coverage_sql("_r", src.cov)}) v ON c.cluster_id = v.cluster_id AND c._at = v._at
            WHERE NOT {presentable_host_sql('c.host')} AND {op_match_sql('c.operation', 'c._allow', op)})
 SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
@@ -300,7 +288,7 @@ _hosts AS (SELECT DISTINCT host AS _h FROM _live WHERE {presentable_host_sql('ho
 _k0 AS (SELECT p.cluster_id, {who} AS _p, h._h, o AS _op, p._rtype, p._name, {at_} AS _at
         FROM _pats p CROSS JOIN _hosts h LATERAL VIEW explode({_ops_sql('p._rtype')}) e AS o),
 _dec AS {decided},
-_deco AS ({_describe_sql(f"({_decorate_sql('_dec')})", "deciding_acl_ids", "via", src.hist)}),
+_deco AS ({_described_sql(f"({_decorate_sql('_dec')})", "deciding_acl_ids", "via")}),
 _j AS (SELECT {out}, coalesce(p._pattern, 'LITERAL') AS pattern_type FROM _deco d LEFT JOIN _pats p
        ON d.cluster_id = p.cluster_id AND d.resource_type = p._rtype AND d.resource_name = p._name),
 _main AS (SELECT * FROM ({_only_distinct_hosts_sql("_j", group)})
@@ -308,7 +296,7 @@ _main AS (SELECT * FROM ({_only_distinct_hosts_sql("_j", group)})
 _never AS (SELECT l.cluster_id, l._at AS as_of_offset, l.principal, {_who_sql('l.principal')} AS who, l.host,
              l.host AS from_host, l.operation, l.resource_type, l.resource_name, '{NEVER_MATCHES}' AS decision,
              l._cl AS certain, '{R_HOST_NEVER_MATCHES}' AS reason, array(l.acl_id) AS deciding_acl_ids,
-             CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage, array({_acl_text_sql('l.')}) AS via,
+             CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage, array({acl_text_sql('l.')}) AS via,
              l.pattern_type
            FROM _live l LEFT JOIN ({coverage_sql(f"(SELECT {c} AS cluster_id, {at_} AS _at)", src.cov)}) v
              ON l.cluster_id = v.cluster_id AND l._at = v._at
@@ -376,8 +364,8 @@ def access_changes_sql(src: _Sources, cluster: str, start: str, end: str, settin
     cols = ["decision", "certain", "reason", "deciding_acl_ids"]
 
     def side(n: int, prefix: str) -> str:
-        return (f"SELECT {', '.join(key)}, {', '.join(f'{c} AS {prefix}{c}' for c in cols)} FROM _both "
-                f"WHERE _side = {n}")
+        return (f"SELECT {', '.join(key)}, {', '.join(f'{c} AS {prefix}{c}' for c in [*cols, 'acl_texts'])} "
+                f"FROM _both WHERE _side = {n}")
 
     change = (f"CASE WHEN after_decision = '{ALLOWED}' AND before_decision = '{DENIED}' THEN 'gained' "
               f"WHEN before_decision = '{ALLOWED}' AND after_decision = '{DENIED}' THEN 'lost' ELSE 'uncertain' END")
@@ -385,7 +373,7 @@ def access_changes_sql(src: _Sources, cluster: str, start: str, end: str, settin
            f"b._rtype AS resource_type, b._name AS resource_name, {change} AS change, "
            f"b.before_certain AND a.after_certain AS certain, {s0} AS from_offset, {s1} AS to_offset, "
            + ", ".join(f"b.before_{c}" for c in cols) + ", " + ", ".join(f"a.after_{c}" for c in cols)
-           + f" FROM _before b JOIN _after a ON {on} WHERE b.before_decision != a.after_decision")
+           + f", a.after_acl_texts FROM _before b JOIN _after a ON {on} WHERE b.before_decision != a.after_decision")
     return f"""WITH
 _changed AS ({acl_changes_sql(src, cluster, start, end)}),
 _combos AS (SELECT DISTINCT cluster_id, _p, _h, _op, _rtype, _name FROM (
@@ -400,7 +388,7 @@ _both AS (SELECT d.*, k._side FROM _dec d JOIN _keys k ON {' AND '.join(f'd.{c} 
 _before AS ({side(0, 'before_')}),
 _after AS ({side(1, 'after_')}),
 _out AS ({out})
-SELECT * FROM ({_describe_sql("_out", "after_deciding_acl_ids", "after_via", src.hist)})
+SELECT * FROM ({_described_sql("_out", "after_deciding_acl_ids", "after_via", "after_acl_texts")})
 ORDER BY change, resource_type, resource_name, principal, operation"""
 
 
@@ -431,7 +419,10 @@ def _times_sql(rel: str, offset_col: str, out_col: str, times: str, cluster: str
 
 def timeline_sql(src: _Sources, cluster: str, principal: str, resource_type: str, resource_name: str,
                  operation: str, settings: SqlSettings) -> str:
-    """Decision intervals for a principal (`principal` not NULL) or a resource (type and name); SQL expressions."""
+    """Decision intervals for a principal (`principal` not NULL) or a resource (type and name); SQL expressions.
+
+    Every interval starts and ends at one of `_points`, so their times are looked up once per point (the intervals
+    are not read twice)."""
     combo = ["cluster_id", "_p", "_h", "_op", "_rtype", "_name"]
     w = f"PARTITION BY {', '.join(combo)} ORDER BY _at"
     sig = ("concat_ws('|', decision, CAST(certain AS STRING), reason, array_join(deciding_acl_ids, ','), "
@@ -473,10 +464,11 @@ _marked AS (SELECT * FROM (SELECT *, coalesce(lag(_sig) OVER ({w}) != _sig, true
                            FROM (SELECT *, {sig} AS _sig FROM _dec)) WHERE _new),
 _iv AS (SELECT cluster_id, _p AS principal, {_who_sql('_p')} AS who, _h AS host, _op AS operation,
           _rtype AS resource_type, _name AS resource_name, _at AS from_offset, lead(_at) OVER ({w}) AS to_offset,
-          decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage FROM _marked),
-_t1 AS ({_times_sql("_iv", "from_offset", "from_time", src.times, c)}),
-_t2 AS ({_times_sql("_t1", "to_offset", "to_time", src.times, c)})
-SELECT * FROM ({_describe_sql("_t2", "deciding_acl_ids", "via", src.hist)})
+          decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage, acl_texts FROM _marked),
+_pt AS ({_times_sql("_points", "_at", "_t", src.times, c)}),
+_t2 AS (SELECT i.*, f._t AS from_time, t._t AS to_time FROM _iv i LEFT JOIN _pt f ON i.from_offset = f._at
+        LEFT JOIN _pt t ON i.to_offset = t._at)
+SELECT * FROM ({_described_sql("_t2", "deciding_acl_ids", "via")})
 ORDER BY resource_type, resource_name, principal, operation, host, from_offset"""
 
 

@@ -427,10 +427,20 @@ FROM (SELECT DISTINCT cluster_id, _at FROM {ats}) a LEFT JOIN {coverage} c
 GROUP BY a.cluster_id, a._at"""
 
 
+def acl_text_sql(p: str = "") -> str:
+    """`TOPIC:PREFIXED:pay User:bob ALLOW READ from *`: one ACL in a line (columns prefixed `p`)."""
+    c = {f: p + f for f in ("resource_type", "pattern_type", "resource_name", "principal", "permission_type",
+                            "operation", "host")}
+    return (f"concat_ws('', {c['resource_type']}, ':', {c['pattern_type']}, ':', {c['resource_name']}, ' ', "
+            f"{c['principal']}, ' ', {c['permission_type']}, ' ', {c['operation']}, ' from ', {c['host']})")
+
+
 def decide_sql(keys: str, hist: str, coverage: str, settings: SqlSettings) -> str:
     """The decision for every distinct key of `keys` (columns `cluster_id, _p, _h, _op, _rtype, _name, _at`; `_at`
     may be null) over `hist` (acl_history) and `coverage` (log_coverage): the key columns plus `decision`,
-    `certain`, `reason`, `deciding_acl_ids`, `uncertain_acl_ids`, `coverage` (module docstring; spec §1.3/§1.4)."""
+    `certain`, `reason`, `deciding_acl_ids`, `uncertain_acl_ids`, `coverage` (module docstring; spec §1.3/§1.4),
+    and `acl_texts`: each matching ACL's id -> its one-line text (`acl_text_sql`), so that the audits spell out the
+    deciding ACLs without reading the decisions a second time."""
     k = ", ".join(_KEY)
     kk = ", ".join(f"k.{c}" for c in _KEY)
     certain, maybe = live_sql("kp._at", "h")
@@ -446,7 +456,8 @@ _dk_h AS ({history_sql(hist)}),
 _dk_p AS ({probes_sql("(SELECT DISTINCT cluster_id, _rtype, _name, _at FROM _dk_k)", "_dk_h")}),
 _dk_n AS ({candidate_counts_sql("_dk_p", "_dk_h")}),
 _dk_j AS (
-  SELECT kp.cluster_id, kp._p, kp._h, kp._op, kp._rtype, kp._name, kp._at, h.acl_id, h._allow, {certain} AS _cl
+  SELECT kp.cluster_id, kp._p, kp._h, kp._op, kp._rtype, kp._name, kp._at, h.acl_id, h._allow, {certain} AS _cl,
+    {acl_text_sql("h.")} AS _txt
   FROM (SELECT {kk}, p._pk, p._pn, pp AS _pp FROM _dk_k k JOIN _dk_p p
         ON k.cluster_id = p.cluster_id AND k._rtype = p._rtype AND k._name = p._name AND k._at = p._at
         LATERAL VIEW explode(array_distinct(array(k._p, '{WILDCARD_PRINCIPAL}'))) e AS pp) kp
@@ -456,13 +467,15 @@ _dk_j AS (
 _dk_m AS (
   SELECT {k}, {ids("NOT _allow AND _cl")} AS _deny_c, {ids("NOT _allow AND NOT _cl")} AS _deny_u,
     {ids("_allow AND _cl")} AS _allow_c, {ids("_allow AND NOT _cl")} AS _allow_u,
-    count(CASE WHEN _allow THEN 1 END) AS _n_allow
+    count(CASE WHEN _allow THEN 1 END) AS _n_allow,
+    map_from_entries(collect_set(named_struct('k', acl_id, 'v', _txt))) AS _texts
   FROM _dk_j GROUP BY {k}),
 _dk_c AS ({coverage_sql("_dk_k", coverage)}),
 _dk_d AS (
   SELECT {kk}, coalesce(m._deny_c, {empty}) AS deny_c, coalesce(m._deny_u, {empty}) AS deny_u,
     coalesce(m._allow_c, {empty}) AS allow_c, coalesce(m._allow_u, {empty}) AS allow_u,
     coalesce(n._nc, 0) AS n_c, coalesce(n._np, 0) AS n_p, coalesce(m._n_allow, 0) AS n_allow, c.coverage,
+    coalesce(m._texts, CAST(map() AS MAP<STRING, STRING>)) AS acl_texts,
     array_contains({settings.super_users}, k._p) AS su, {settings.allow_everyone} AS default_allow
   FROM _dk_k k
   LEFT JOIN _dk_m m ON k.cluster_id = m.cluster_id AND k._p = m._p AND k._h = m._h AND k._op = m._op
@@ -476,7 +489,8 @@ _dk_f AS (
 _dk_g AS (
   SELECT *, d_c OR (known AND NOT a_p AND (c_c OR NOT default_allow)) AS certain_denied,
     known AND NOT d_p AND (a_c OR (default_allow AND NOT other_p)) AS certain_allowed FROM _dk_f)
-SELECT {k}, decision, decision != '{UNKNOWN}' AS certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage
+SELECT {k}, decision, decision != '{UNKNOWN}' AS certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage,
+  acl_texts
 FROM (SELECT {k},
   CASE WHEN su THEN '{ALLOWED}' WHEN certain_denied THEN '{DENIED}' WHEN certain_allowed THEN '{ALLOWED}'
        ELSE '{UNKNOWN}' END AS decision,
@@ -486,7 +500,7 @@ FROM (SELECT {k},
   CASE WHEN su THEN {empty} WHEN d_c THEN deny_c WHEN certain_denied THEN {empty} WHEN certain_allowed THEN allow_c
        ELSE array_sort(array_distinct(concat(deny_c, deny_u, allow_c, allow_u))) END AS deciding_acl_ids,
   CASE WHEN su THEN {empty} ELSE array_sort(concat(deny_u, allow_u)) END AS uncertain_acl_ids,
-  coverage
+  coverage, acl_texts
 FROM _dk_g)"""
 
 
