@@ -619,6 +619,12 @@ _RISKY_RETURNS = (f"cluster_id STRING, risk STRING, why STRING, acl_id STRING, {
                   "as_of_offset BIGINT, coverage STRING")
 
 
+# StandardAuthorizer's principal rule (`_check_principal`) for a principal asked about in SQL
+_PRINCIPAL_CHECK = ("instr(coalesce(principal, ''), ':') = 0",
+                    "concat('expected a string in format principalType:principalName but got ', "
+                    "coalesce(principal, 'NULL'))")
+
+
 def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> list[SqlFunction]:
     """The audits as SQL table function definitions over the tables `table_ref` names (see
     `register_audit_functions`); `records`: the lake has `metadata_records` (the topics `acl_risky_grants` reads)."""
@@ -654,7 +660,8 @@ def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> li
                     "ACLs; DENYs listed; its ACLs whose host no client can present.",
                     guarded_sql(what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset",
                                              settings(what)),
-                                f"{_WHO_RETURNS}, pattern_type STRING", cov, offsets("at_offset"))),
+                                f"{_WHO_RETURNS}, pattern_type STRING", cov,
+                                [*offsets("at_offset"), _PRINCIPAL_CHECK])),
         SqlFunction(acc, f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}", _ACCESS_RETURNS,
                     "Access gained, lost or uncertain between the two offsets.",
                     guarded_sql(access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset",

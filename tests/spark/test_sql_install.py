@@ -140,7 +140,9 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
               f"SELECT * FROM kr.acl_coverage_at('{c}', -1)": "offset -1 is negative",
               f"SELECT * FROM kr.acl_state_at_time('{c}', TIMESTAMP'1971-01-01')": "is at or before 1971-01-01",
               "SELECT * FROM kr.acl_who_can('nope', 'READ', 'TOPIC', 'x', 5)": "cluster 'nope' has no replayed history",
-              f"SELECT * FROM kr.acl_access_changes('{c}', 0, -2)": "offset -2 is negative"}
+              f"SELECT * FROM kr.acl_access_changes('{c}', 0, -2)": "offset -2 is negative",
+              f"SELECT * FROM kr.acl_what_can('{c}', 'alice', 5)":
+                  "expected a string in format principalType:principalName but got alice"}
     views = [f"SELECT * FROM kr.cluster_coverage WHERE cluster_id = '{c}'",
              f"SELECT count(*) AS n FROM kr.anomalies_latest WHERE cluster_id = '{c}'",
              "DESCRIBE FUNCTION EXTENDED kr.acl_who_can"]
