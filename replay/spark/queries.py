@@ -217,8 +217,10 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
             f"(({live}) OR ({maybe}))")
     returns = f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT"
     # the offset for a time comes from a CTE: Spark 4.2 cannot resolve function parameters in a scalar subquery
-    at_time = (f"WITH a AS (SELECT max(t.offset) AS at FROM {times} t WHERE t.cluster_id = cluster "
-               "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) ")
+    # DESIGN.md §3 rule 8: the last offset whose time is at or before ts (NULL: before the known history)
+    offset_of_time = (f"SELECT max(t.offset) AS {{name}} FROM {times} t WHERE t.cluster_id = cluster "
+                      "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)")
+    at_time = f"WITH a AS ({offset_of_time.format(name='at')}) "
     at_time_body = at_time + body.format(at="a.at").replace(f"FROM {hist} h WHERE", f"FROM {hist} h, a WHERE")
     events_returns = (f"offset BIGINT, offset_min BIGINT, exact BOOLEAN, time BIGINT, acl_id STRING, change STRING, "
                       f"cause STRING, {cols}")
@@ -245,8 +247,7 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
                                     maybe=maybe.format(at=at))
 
     # a time before the cluster's known history has no offset
-    time_offset = (f", (SELECT max(t.offset) AS _at FROM {times} t WHERE t.cluster_id = cluster "
-                   "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)) ta")
+    time_offset = f", ({offset_of_time.format(name='_at')}) ta"
     time_checks = [UNKNOWN_CLUSTER_CHECK, _before_history("ta._at", "ts")]
     cov_at_time = at_time.rstrip() + ", " + coverage_sql("a.at", ", a").replace("WITH k AS", "k AS", 1)
     return [

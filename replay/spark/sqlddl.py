@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replay.spark.tables import sql_string
+
 
 def plain(text: str) -> str:
     """Formatter-form SQL (`{{`, `}}`) as plain SQL."""
     return text.replace("{{", "{").replace("}}", "}")
-
-
-def sql_comment(text: str) -> str:
-    """A SQL string literal for a COMMENT clause."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)
@@ -39,7 +36,7 @@ class SqlFunction:
         if schema is None:
             return f"CREATE OR REPLACE TEMPORARY FUNCTION {self.name}({self.params}) RETURNS {returns} RETURN {self.body}"
         return plain(f"CREATE OR REPLACE FUNCTION {schema}.{self.name}({self.params}) RETURNS {returns} "
-                     f"COMMENT {sql_comment(self.comment)} RETURN {self.body}")
+                     f"COMMENT {sql_string(self.comment)} RETURN {self.body}")
 
 
 @dataclass(frozen=True)
@@ -51,4 +48,4 @@ class SqlView:
     body: str
 
     def create(self, schema: str) -> str:
-        return plain(f"CREATE OR REPLACE VIEW {schema}.{self.name} COMMENT {sql_comment(self.comment)} AS {self.body}")
+        return plain(f"CREATE OR REPLACE VIEW {schema}.{self.name} COMMENT {sql_string(self.comment)} AS {self.body}")

@@ -282,7 +282,8 @@ def quote_ident(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
+    """A SQL string literal (backslash escapes, as Spark reads them)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -295,14 +296,14 @@ def ddl_columns(schema: StructType) -> str:
             col += " NOT NULL"
         comment = f.metadata.get("comment")
         if comment:
-            col += f" COMMENT {_sql_string(comment)}"
+            col += f" COMMENT {sql_string(comment)}"
         cols.append(col)
     return ", ".join(cols)
 
 
 def _table_comment(name: str) -> str:
     comment = TABLE_COMMENTS.get(name)
-    return f"COMMENT {_sql_string(comment)} " if comment else ""
+    return f"COMMENT {sql_string(comment)} " if comment else ""
 
 
 def is_uri(location: str) -> bool:
@@ -408,7 +409,7 @@ class Lake:
         if version is not None:
             suffix = f" VERSION AS OF {int(version)}"
         elif timestamp is not None:
-            suffix = f" TIMESTAMP AS OF {_sql_string(timestamp)}"
+            suffix = f" TIMESTAMP AS OF {sql_string(timestamp)}"
         return self.spark.sql(f"SELECT * FROM {self.table_ref(name)}{suffix}")
 
     # ---- creating --------------------------------------------------------------------------------------------
@@ -421,7 +422,7 @@ class Lake:
             with contextlib.suppress(Exception):
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_ref}")
         if not self.exists(name):
-            props = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in self.properties.items())
+            props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in self.properties.items())
             parts = [c for c in PARTITION_COLUMNS if c in schema.fieldNames()]
             partitioned = f" PARTITIONED BY ({', '.join(quote_ident(c) for c in parts)})" if parts else ""
             try:
@@ -449,13 +450,13 @@ class Lake:
         written by an older version has fewer). Each change is a metadata-only commit; returns the statements run."""
         ref = self.ensure(name)
         stored = {f.name: f.metadata.get("comment") for f in self.read(name).schema.fields}
-        changes = [f"ALTER TABLE {ref} ALTER COLUMN {quote_ident(f.name)} COMMENT {_sql_string(f.metadata['comment'])}"
+        changes = [f"ALTER TABLE {ref} ALTER COLUMN {quote_ident(f.name)} COMMENT {sql_string(f.metadata['comment'])}"
                    for f in SCHEMAS[name].fields
                    if f.metadata.get("comment") and stored.get(f.name) != f.metadata["comment"]]
         comment = TABLE_COMMENTS.get(name)
         detail = self.spark.sql(f"DESCRIBE DETAIL {ref}").first()
         if comment and (detail is None or detail["description"] != comment):
-            changes.append(f"ALTER TABLE {ref} SET TBLPROPERTIES ('comment' = {_sql_string(comment)})")
+            changes.append(f"ALTER TABLE {ref} SET TBLPROPERTIES ('comment' = {sql_string(comment)})")
         for statement in changes:
             self.spark.sql(statement)
         return changes
