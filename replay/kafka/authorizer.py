@@ -58,6 +58,7 @@ __all__ = [
     "Explanation",
     "InvalidArgumentError",
     "StandardAuthorizer",
+    "check_principal",
     "check_question",
     "java_host_address",
     "parse_super_users",
@@ -104,15 +105,20 @@ _IMPLIES_DESCRIBE_CONFIGS = frozenset((int(AclOperation.DESCRIBE_CONFIGS), int(A
 # --------------------------------------------------------------------------------------------------- errors
 
 
-def check_question(principal: str, operation: str | int, resource_type: str | int) -> None:
-    """One question's fields as a Kafka client would have to send them. A typo (`--operation FROB`, a principal
-    without its type) is refused with `QuestionError` instead of being answered as an ERROR decision, which would
-    read as an answer; values Kafka parses but refuses to authorize (ANY, MATCH) still get Kafka's answer."""
+def check_principal(principal: str) -> None:
+    """A principal asked about must name its type (`User:alice`), as StandardAuthorizer requires: `QuestionError`."""
     try:
         StandardAuthorizer._check_principal(principal)  # the rule, as the authorizer applies it
     except InvalidArgumentError:
         raise QuestionError(f"principal {principal!r} is not TYPE:NAME (e.g. User:alice): Kafka principals always "
                             "name their type") from None
+
+
+def check_question(principal: str, operation: str | int, resource_type: str | int) -> None:
+    """One question's fields as a Kafka client would have to send them. A typo (`--operation FROB`, a principal
+    without its type) is refused with `QuestionError` instead of being answered as an ERROR decision, which would
+    read as an answer; values Kafka parses but refuses to authorize (ANY, MATCH) still get Kafka's answer."""
+    check_principal(principal)
     for enum, value, what in ((AclOperation, operation, "operation"), (ResourceType, resource_type, "resource type")):
         try:
             enum.parse(value)

@@ -50,6 +50,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from replay.kafka import outputs
 from replay.kafka.acl import AclOperation, ResourceType
+from replay.kafka.authorizer import check_principal
+from replay.kafka.model import QuestionError, check_offset
 from replay.spark.authorize import (
     _KEY,
     ALLOWED,
@@ -67,7 +69,6 @@ from replay.spark.authorize import (
     coverage_sql,
     decide_sql,
     history_sql,
-    live_sql,
     op_match_sql,
     presentable_host_sql,
     probes_sql,
@@ -77,10 +78,14 @@ from replay.spark.authorize import (
 from replay.spark.queries import (
     ACL_FIELDS,
     UNKNOWN_CLUSTER_CHECK,
+    before_history,
     guarded_sql,
     last_offset,
+    live_sql,
     negative_offset_check,
     offset_at_time,
+    require_cluster,
+    unknown_cluster,
 )
 from replay.spark.sqlddl import SqlFunction
 from replay.spark.tables import Lake
@@ -103,13 +108,32 @@ R_HOST_NEVER_MATCHES = "acl_host_never_matches"
 
 # ---- helpers -------------------------------------------------------------------------------------------------
 
-def resolve_offset(lake: Lake, cluster: str, offset: int | None = None, time: int | None = None) -> int | None:
-    """The as-of offset: `offset`, else the last offset whose time is <= `time`, else the end of known history."""
+def resolve_offset(lake: Lake, cluster: str, offset: int | None = None, time: int | None = None) -> int:
+    """The as-of offset: `offset`, else the last offset whose time is <= `time`, else the end of known history.
+
+    A wrong question raises (as the SQL functions and `queries.state_at` do), because an empty answer would read as
+    "nobody could": `QuestionError` for a negative offset or a time before the cluster's known history,
+    `UnknownClusterError` for a cluster the lake has not replayed."""
+    check_offset(offset)
     if offset is not None:
+        require_cluster(lake, cluster)
         return offset
     if time is not None:
-        return offset_at_time(lake, cluster, time)
-    return last_offset(lake, cluster)
+        at = offset_at_time(lake, cluster, time)
+        if at is None:
+            raise before_history(lake, cluster, time)
+        return at
+    last = last_offset(lake, cluster)
+    if last is None:
+        raise unknown_cluster(lake, cluster)
+    return last
+
+
+def _check_range(start: int | None, end: int | None) -> None:
+    """A change window's bounds: `end` an offset, `start` one too or -1 (before the first record)."""
+    if start is not None and start < -1:
+        raise QuestionError(f"offset {start} is negative: give -1 for before the first record, or an offset >= 0")
+    check_offset(end)
 
 
 def as_view(df: DataFrame, name: str) -> DataFrame:
@@ -311,6 +335,7 @@ def what_can(spark: SparkSession, lake: Lake, cluster: str, principal: str, offs
     """Resource patterns x operations the principal could use at that moment (through its own ACLs or `User:*`
     ACLs), per host, through which ACLs; explicit DENYs listed too; then its ACLs whose host no client can present
     (decision NEVER_MATCHES)."""
+    check_principal(principal)
     settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
     at = resolve_offset(lake, cluster, offset, time)
     df = _run(spark, lake, lambda src: what_can_sql(src, sql_literal(cluster), sql_literal(principal),
@@ -346,6 +371,8 @@ def acl_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | None
                 view: str | None = None) -> DataFrame:
     """ACLs whose liveness differs between offsets `start` and `end`: `added`, `removed`, or with an uncertain side
     `maybe_added` / `maybe_removed` (certain = false)."""
+    _check_range(start, end)
+    require_cluster(lake, cluster)
     order = ", ".join(ACL_FIELDS)
 
     def build(src: _Sources) -> str:
@@ -398,6 +425,8 @@ def access_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | N
     """(principal, host, operation, resource pattern) whose decision differs between `start` and `end`, for the
     patterns and principals of the ACLs that changed (plus `everyone` on those patterns): `gained` (now ALLOWED),
     `lost` (no longer ALLOWED), or `uncertain` when either side is UNKNOWN."""
+    _check_range(start, end)
+    require_cluster(lake, cluster)
     settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
     df = _run(spark, lake, lambda src: access_changes_sql(src, sql_literal(cluster), sql_literal(start),
                                                           sql_literal(end), settings))
@@ -484,6 +513,9 @@ def timeline(spark: SparkSession, lake: Lake, cluster: str, principal: str | Non
     """
     if (principal is None) == (resource_name is None or resource_type is None):
         raise ValueError("give either a principal, or a resource type and name")
+    if principal is not None:
+        check_principal(principal)
+    require_cluster(lake, cluster)
     settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
     op = AclOperation.parse(operation).name if operation else None
     rtype = ResourceType.parse(resource_type).name if resource_type else None
@@ -589,7 +621,11 @@ def risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | No
     possibly live then (certain = certainly live), plus the `default_exposed` topics at that moment unless
     `allow_everyone` is False (True: the broker has the setting; None: not known, list what it would expose).
     """
-    at = None if (over_time and offset is None and time is None) else resolve_offset(lake, cluster, offset, time)
+    if over_time and offset is None and time is None:
+        at = None
+        require_cluster(lake, cluster)
+    else:
+        at = resolve_offset(lake, cluster, offset, time)
     df = _run(spark, lake, lambda src: risky_grants_sql(src, sql_literal(cluster), sql_literal(at),
                                                         sql_literal(allow_everyone)))
     return _finish(df, view)

@@ -28,7 +28,7 @@ so Python and SQL cannot drift apart.
   (cluster, type, kind, pattern name);
 * matching ACLs: the same equi-join with the principal added (request principal and `User:*`), then the host,
   operation (ALL; ALLOW implication DESCRIBE <- READ/WRITE/DELETE/ALTER, DESCRIBE_CONFIGS <- ALTER_CONFIGS; DENY
-  exact) and lifetime predicates (`queries.certainly_live` / `queries.possibly_live`);
+  exact) and lifetime predicates (`queries.live_sql`);
 * "does any ACL cover this resource" (what `allow.everyone.if.no.acl.found` depends on) uses a step function per
   resource pattern: the number of lifetimes certainly and possibly live from each change offset on, read with an
   as-of join, so a pattern with thousands of lifetimes (say `*`) costs one row per request, not thousands.
@@ -95,7 +95,8 @@ from replay.spark.queries import (
     ACL_FIELDS,
     certainly_live,
     last_offset,
-    possibly_live,
+    live_or_maybe,
+    live_sql,
     time_of_offset,
     unknown_cluster,
 )
@@ -342,17 +343,6 @@ class SqlSettings:
         return cls(checked, f"coalesce({allow_everyone}, false)")
 
 
-def live_sql(at: str, h: str = "") -> tuple[str, str]:
-    """(certainly live, certainly or possibly live) at offset expression `at` for acl_history columns (prefix `h`);
-    the same bounds as `queries.certainly_live` / `queries.possibly_live`."""
-    p = f"{h}." if h else ""
-    certain = (f"({p}valid_from_offset <= {at} AND ({p}valid_to_min_offset IS NULL "
-               f"OR {at} < {p}valid_to_min_offset))")
-    possible = (f"({p}valid_from_min_offset <= {at} AND ({p}valid_to_min_offset IS NULL OR {p}valid_to_offset IS NULL "
-                f"OR {at} < {p}valid_to_offset))")
-    return certain, f"({certain} OR {possible})"
-
-
 def op_match_sql(acl_op: str, allow: str, op: str) -> str:
     """An ACL operation matches a requested one (spec §1.3 4b): ALL, equal, or for ALLOW the implications."""
     describe = ", ".join(f"'{o}'" for o in _IMPLIES_DESCRIBE)
@@ -531,10 +521,9 @@ def _principals(p: Column) -> Column:
     return F.array_distinct(F.array(p, F.lit(WILDCARD_PRINCIPAL)))
 
 
-def _live(at: Column) -> tuple[Column, Column]:
-    """(certainly live, possibly or certainly live) at `at` for an acl_history row."""
-    c = certainly_live(at)
-    return c, c | possibly_live(at)
+def _live(at: str) -> tuple[Column, Column]:
+    """(certainly live, possibly or certainly live) at column `at` for an acl_history row."""
+    return certainly_live(at), live_or_maybe(at)
 
 
 def _empty_ids() -> Column:
@@ -586,7 +575,7 @@ def decide_by_resource_type(keys: DataFrame, tables: LakeTables, settings: Autho
     hist = _history(tables.history).where(F.col("pattern_type").isin("LITERAL", "PREFIXED"))
     k = keys.select(*_BT_KEY, F.explode(_principals(F.col("_p"))).alias("_pp"))
     j = k.join(hist.withColumnRenamed("principal", "_pp"), ["cluster_id", "_rtype", "_pp"])
-    certain, maybe = _live(F.col("_at"))
+    certain, maybe = _live("_at")
     j = j.where(maybe & ((F.col("host") == "*") | (F.col("host") == F.col("_h")))
                 & ((F.col("operation") == "ALL") | (F.col("operation") == F.col("_op"))))
     acls = j.groupBy(*_BT_KEY).agg(F.collect_list(F.struct(

@@ -29,7 +29,8 @@ How it works:
      2 GiB (`spark.sql.sources.binaryFile.maxLength`) and the executor needs memory for it (segments are 1 GiB
      at most by default, so they fit).
 3. **Check** on the driver with aggregates only (row counts by kind, offset ranges, snapshot ids; nothing that grows
-   with the log is collected). The decoded rows are persisted (memory and disk) so files are decoded once. In
+   with the log is collected). The decoded rows are persisted so files are decoded once (in memory and on disk;
+   on local disk only when the input is over `CACHE_IN_MEMORY_BYTES`, so a large dump cannot fill the heap). In
    strict mode any problem raises `StrictIngestError` here, before anything is written.
 4. **Write** one `MERGE` per table that inserts only rows the table does not hold yet: one Delta commit per table
    per ingest, with `userMetadata` JSON naming the cluster, the ingest id, the files and the offset range.
@@ -988,11 +989,18 @@ def _cores(spark: SparkSession) -> int:
         return 1
 
 
-def _persist(df: DataFrame) -> bool:
+# Decoded rows of inputs larger than this are cached on local disk only: in memory, a 10M-record dump (733 MiB)
+# filled a 2 GiB driver's heap while two tasks built their cached blocks (OutOfMemoryError in the decode job).
+CACHE_IN_MEMORY_BYTES = 64 * 1024 * 1024
+
+
+def _persist(df: DataFrame, input_bytes: int) -> bool:
+    """Cache the decoded rows, so that the files are decoded once (the summary reads them, then the write)."""
     from pyspark import StorageLevel
 
+    level = StorageLevel.MEMORY_AND_DISK if input_bytes <= CACHE_IN_MEMORY_BYTES else StorageLevel.DISK_ONLY
     try:
-        df.persist(StorageLevel.MEMORY_AND_DISK)
+        df.persist(level)
         return True
     except Exception:  # serverless compute has no cache: the write decodes again
         return False
@@ -1253,7 +1261,7 @@ def ingest(
     unit = "files" if len(parts) == len(plan) else "parts"
     counters = _counters(spark)
     decoded = decode_plan(spark, parts, counters)
-    cached = _persist(decoded)
+    cached = _persist(decoded, total)
     try:
         if counters is not None:
             def read() -> tuple[float, str]:

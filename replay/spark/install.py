@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from replay.spark.audits import audit_functions
-from replay.spark.queries import ACL_FIELDS, LIVE_SQL, MAYBE_SQL, state_functions
+from replay.spark.queries import ACL_FIELDS, live_sql, state_functions
 from replay.spark.sqlddl import SqlFunction, SqlView
 from replay.spark.tables import ALL_TABLES, Lake, quote_ident
 
@@ -28,13 +28,13 @@ def lake_views(table_ref: Callable[[str], str]) -> list[SqlView]:
     findings)."""
     hist, cov, anomalies = table_ref("acl_history"), table_ref("log_coverage"), table_ref("anomalies")
     at = "l.last_offset"
-    live, maybe = LIVE_SQL.format(at=at), MAYBE_SQL.format(at=at)
+    live, maybe = live_sql(at, "h")
     fields = ", ".join(f"h.{c}" for c in ACL_FIELDS)
     current = (f"SELECT h.cluster_id, {at} AS as_of_offset, h.acl_id, {fields}, CASE WHEN {live} THEN 'certain' "
                "ELSE 'uncertain' END AS certainty, h.valid_from_offset, h.valid_from_time "
                f"FROM {hist} h JOIN (SELECT cluster_id, max(end_offset) AS last_offset FROM {cov} "
                "WHERE kind != 'incomplete' GROUP BY cluster_id) l ON h.cluster_id = l.cluster_id "
-               f"WHERE ({live}) OR ({maybe})")
+               f"WHERE {maybe}")
     coverage = ("SELECT cluster_id, min(start_offset) AS first_offset, "
                 "max(CASE WHEN kind != 'incomplete' THEN end_offset END) AS last_offset, "
                 "sum(CASE WHEN kind = 'log' THEN end_offset - start_offset + 1 ELSE 0 END) AS offsets_in_dumps, "

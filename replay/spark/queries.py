@@ -23,16 +23,26 @@ from replay.spark.tables import Lake
 ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
 
 
-def certainly_live(at: Column | int) -> Column:
-    at_col = F.lit(at) if isinstance(at, int) else at
-    return (F.col("valid_from_offset") <= at_col) & (
-        F.col("valid_to_min_offset").isNull() | (at_col < F.col("valid_to_min_offset")))
+def live_sql(at: str, h: str = "") -> tuple[str, str]:
+    """(certainly live, certainly or possibly live) at the offset expression `at`, as SQL text over acl_history's
+    columns (with the table alias `h`): DESIGN.md §3's lifetime bounds, written once for every query, SQL function
+    and view (`certainly_live` / `live_or_maybe` are the same text as Columns)."""
+    p = f"{h}." if h else ""
+    certain = (f"({p}valid_from_offset <= {at} AND ({p}valid_to_min_offset IS NULL "
+               f"OR {at} < {p}valid_to_min_offset))")
+    possible = (f"({p}valid_from_min_offset <= {at} AND ({p}valid_to_min_offset IS NULL OR {p}valid_to_offset IS NULL "
+                f"OR {at} < {p}valid_to_offset))")
+    return certain, f"({certain} OR {possible})"
 
 
-def possibly_live(at: Column | int) -> Column:
-    at_col = F.lit(at) if isinstance(at, int) else at
-    upper = F.col("valid_to_min_offset").isNull() | F.col("valid_to_offset").isNull() | (at_col < F.col("valid_to_offset"))
-    return (F.col("valid_from_min_offset") <= at_col) & upper & ~certainly_live(at_col)
+def certainly_live(at: str | int) -> Column:
+    """`live_sql`'s first form as a Column; `at` an offset or a column name."""
+    return F.expr(live_sql(str(at))[0])
+
+
+def live_or_maybe(at: str | int) -> Column:
+    """`live_sql`'s second form (certainly or possibly live) as a Column; `at` an offset or a column name."""
+    return F.expr(live_sql(str(at))[1])
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,15 @@ def unknown_cluster(lake: Lake, cluster: str) -> UnknownClusterError:
                                "ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME")
 
 
+def require_cluster(lake: Lake, cluster: str) -> None:
+    """Raise `unknown_cluster` unless the lake holds replayed history of `cluster`: a question about a cluster it
+    has never seen (a typo, a cluster not ingested yet) would otherwise be answered with nothing."""
+    known = lake.exists("log_coverage") and bool(
+        lake.read("log_coverage").where(F.col("cluster_id") == cluster).limit(1).collect())
+    if not known:
+        raise unknown_cluster(lake, cluster)
+
+
 def before_history(lake: Lake, cluster: str, time_ms: int) -> QuestionError:
     """The error for a time before the first record the lake knows of the cluster (or for an unknown cluster)."""
     row = (lake.read("offset_times").where(F.col("cluster_id") == cluster)
@@ -107,7 +126,7 @@ def history(lake: Lake, cluster: str) -> DataFrame:
 def state_frame(lake: Lake, cluster: str, offset: int) -> DataFrame:
     """ACLs certainly or possibly live as of `offset`, with a `certainty` column."""
     h = lake.read("acl_history").where(F.col("cluster_id") == cluster)
-    return (h.where(certainly_live(offset) | possibly_live(offset))
+    return (h.where(live_or_maybe(offset))
             .withColumn("certainty", F.when(certainly_live(offset), "certain").otherwise("uncertain")))
 
 
@@ -153,12 +172,6 @@ def changes_between(lake: Lake, cluster: str, start: int | None = None, end: int
     if end is not None:
         ev = ev.where(F.col("offset") <= end)
     return ev.orderBy("offset", "seq")
-
-
-# `certainly_live` / `possibly_live` (or certainly) as SQL text over `h` (acl_history), `{at}` the offset
-LIVE_SQL = "h.valid_from_offset <= {at} AND (h.valid_to_min_offset IS NULL OR {at} < h.valid_to_min_offset)"
-MAYBE_SQL = ("h.valid_from_min_offset <= {at} AND (h.valid_to_min_offset IS NULL OR h.valid_to_offset IS NULL "
-             "OR {at} < h.valid_to_offset)")
 
 
 def _returns_nulls(returns: str) -> str:
@@ -211,10 +224,10 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
     hist, times, events, cov = (table_ref(n) for n in ("acl_history", "offset_times", "acl_events", "log_coverage"))
     cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
     sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)
-    live, maybe = LIVE_SQL, MAYBE_SQL
+    live, maybe = live_sql("{at}", "h")
     body = (f"SELECT h.acl_id, {sel}, CASE WHEN {live} THEN 'certain' ELSE 'uncertain' END AS certainty, "
             f"h.valid_from_offset, h.valid_to_offset FROM {hist} h WHERE h.cluster_id = cluster AND "
-            f"(({live}) OR ({maybe}))")
+            f"{maybe}")
     returns = f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT"
     # the offset for a time comes from a CTE: Spark 4.2 cannot resolve function parameters in a scalar subquery
     # DESIGN.md §3 rule 8: the last offset whose time is at or before ts (NULL: before the known history)

@@ -230,6 +230,39 @@ def test_presentable_hosts_in_sql_are_those_java_renders_as_themselves(spark: An
     assert sum(got.values()) > 100 and sum(not v for v in got.values()) > 100  # both answers are exercised
 
 
+def test_wrong_questions_to_the_python_audits_raise(spark: Any, lake: MemLake) -> None:
+    """Issue 18 item 5: the Python audits refuse what the SQL functions refuse (an unknown cluster, a negative
+    offset, a time before the known history, a principal without its type) instead of answering with no rows."""
+    from replay.kafka.model import QuestionError, UnknownClusterError
+    from replay.spark import audits
+
+    asks = {
+        "who_can at": lambda c: audits.audit_who_can(spark, lake, c, "READ", "TOPIC", "payments", offset=12),
+        "who_can at the end": lambda c: audits.audit_who_can(spark, lake, c, "READ", "TOPIC", "payments"),
+        "what_can": lambda c: audits.audit_what_can(spark, lake, c, "User:bob", offset=25),
+        "changes": lambda c: audits.audit_changes(spark, lake, c, start=4, end=12),
+        "timeline": lambda c: audits.audit_timeline(spark, lake, c, principal="User:bob"),
+        "risky over time": lambda c: audits.audit_risky_grants(spark, lake, c),
+        "risky at": lambda c: audits.audit_risky_grants(spark, lake, c, time=130_000),
+    }
+    for ask in asks.values():  # (the tests above ask each of them about the known cluster 'c')
+        with pytest.raises(UnknownClusterError, match=r"cluster 'nope' has no replayed history .*it holds 'c'"):
+            ask("nope")
+    with pytest.raises(QuestionError, match="offset -1 is negative"):
+        audits.audit_who_can(spark, lake, "c", "READ", "TOPIC", "payments", offset=-1)
+    with pytest.raises(QuestionError, match=r"known history starts at .* \(offset 0\)"):
+        audits.audit_what_can(spark, lake, "c", "User:bob", time=99_999)
+    with pytest.raises(QuestionError, match="principal 'bob' is not TYPE:NAME"):
+        audits.audit_what_can(spark, lake, "c", "bob", offset=25)
+    with pytest.raises(QuestionError, match="principal 'bob' is not TYPE:NAME"):
+        audits.audit_timeline(spark, lake, "c", principal="bob")
+    with pytest.raises(QuestionError, match="offset -2 is negative"):
+        audits.acl_changes(spark, lake, "c", -2, 12)
+    with pytest.raises(QuestionError, match="offset -3 is negative"):
+        audits.access_changes(spark, lake, "c", 0, -3)
+    assert audits.acl_changes(spark, lake, "c", -1, 12).count() > 0  # -1: before the first record
+
+
 def test_acl_hosts_no_client_can_present_are_listed_apart(spark: Any) -> None:
     """Kafka compares an ACL host with Java's rendering of the client address, so `::1`, `localhost` or
     `010.0.0.1` never match: who-can / what-can report access only from hosts that can match and list those ACLs

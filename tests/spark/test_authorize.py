@@ -47,8 +47,13 @@ class MemLake:
                        "log_coverage": spark.createDataFrame(coverage, COVERAGE_SCHEMA),
                        "offset_times": spark.createDataFrame(times, OFFSET_TIMES_SCHEMA), **(extra or {})}
 
+    location = "memory"
+
     def read(self, name: str) -> Any:
         return self.tables[name]
+
+    def exists(self, name: str) -> bool:
+        return name in self.tables
 
     def table_ref(self, name: str) -> str:
         view = f"memlake_{name}"

@@ -462,6 +462,26 @@ def test_concurrent_ingests_in_one_session(spark: Any, tmp_path: Any) -> None:
         (r.cluster_id, r.ingest_id) for r in reports if r.records_new)
 
 
+@pytest.mark.spark
+def test_large_inputs_are_cached_on_disk_only(spark: Any) -> None:
+    """The decoded rows of a large ingest are cached on disk, not in the heap: cached in memory, a 10M-record dump
+    ran a 2 GiB driver out of heap while the decode job built its blocks. Small inputs stay in memory."""
+    from pyspark import StorageLevel
+
+    from replay.spark import ingest as ingest_module
+
+    small, large = spark.range(3), spark.range(4)  # two plans: one cache entry each
+    try:
+        assert ingest_module._persist(small, 20 * 1024 * 1024)
+        assert ingest_module._persist(large, ingest_module.CACHE_IN_MEMORY_BYTES + 1)
+        assert small.storageLevel == StorageLevel.MEMORY_AND_DISK
+        assert large.storageLevel == StorageLevel.DISK_ONLY
+        assert large.count() == 4
+    finally:
+        small.unpersist()
+        large.unpersist()
+
+
 def test_decode_file_through_pyarrow_stream(tmp_path: Any) -> None:
     """The opener used for URIs pyarrow can read (here a local file:// URI) streams the same rows."""
     dump = write_dump(str(tmp_path / "node1"), with_snapshot=False, with_bootstrap=False)
