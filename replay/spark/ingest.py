@@ -104,7 +104,7 @@ from replay.kafka.model import CONTROL_TYPES, NOTICE_KINDS, Batch, Problem, Prob
 from replay.spark.frames import join_null_safe
 from replay.spark.session import step
 
-from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake
+from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake, sql_string
 
 ACL_ENTRY_API_KEY = 18
 ACL_REMOVE_API_KEY = 19
@@ -1040,10 +1040,6 @@ def _user_metadata(report: IngestReport, table: str, rows: int) -> str:
     return json.dumps(doc, separators=(",", ":"))
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 MERGE_ATTEMPTS = 5
 
 
@@ -1189,7 +1185,7 @@ def _record_condition(cluster: str, log_offsets: tuple[int, int] | None = None) 
     holds reads none of them and is in effect an append. It stays a MERGE because a blind append never conflicts:
     two ingests of one dump at once would both land, where MERGE's conflict check makes the second find the first's
     rows on retry."""
-    parts = [f"t.cluster_id = {_sql_string(cluster)}", "t.cluster_id = s.cluster_id"]
+    parts = [f"t.cluster_id = {sql_string(cluster)}", "t.cluster_id = s.cluster_id"]
     in_range = "FALSE" if log_offsets is None else (
         f"t.offset BETWEEN {int(log_offsets[0])} AND {int(log_offsets[1])}")
     parts.append(f"((t.stream = 'log' AND {in_range}) OR t.stream <> 'log')")
@@ -1202,7 +1198,7 @@ def _record_condition(cluster: str, log_offsets: tuple[int, int] | None = None) 
 
 
 def _quarantine_condition(cluster: str) -> str:
-    return f"t.cluster_id = {_sql_string(cluster)} AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
+    return f"t.cluster_id = {sql_string(cluster)} AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
 
 
 def _check_cluster(cluster: str) -> str:
