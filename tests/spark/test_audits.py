@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_authorize import MemLake, _acl, life  # type: ignore[import-not-found]
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 LIVES = [
     life("a1", _acl("pay", "PREFIXED", "User:bob", "READ", "ALLOW"), 5),

@@ -18,7 +18,7 @@ import pytest
 from replay.kafka.acl import AclBinding
 from replay.kafka.authorizer import StandardAuthorizer
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 _REASON = {"matching DENY ACL": "matching_deny", "matching ALLOW ACL": "matching_allow",
            "no matching ACL": "no_matching_acl", "allow everyone": "allow_everyone", "super user": "super_user",

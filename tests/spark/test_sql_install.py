@@ -17,7 +17,7 @@ from test_audits import _norm  # type: ignore[import-not-found]
 
 from replay import cli
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 CLIENT = Path(__file__).with_name("sql_client.py")
 
