@@ -373,14 +373,18 @@ def acl_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | None
     `maybe_added` / `maybe_removed` (certain = false)."""
     _check_range(start, end)
     require_cluster(lake, cluster)
+    return _finish(_acl_changes_frame(spark, lake, cluster, start, end), view)
+
+
+def _acl_changes_frame(spark: SparkSession, lake: Lake, cluster: str, start: int | None, end: int | None
+                       ) -> DataFrame:
     order = ", ".join(ACL_FIELDS)
 
     def build(src: _Sources) -> str:
         text = acl_changes_sql(src, sql_literal(cluster), sql_literal(start), sql_literal(end))
         return f"SELECT * FROM ({text}) ORDER BY change, {order}"
 
-    df = _run(spark, lake, build)
-    return _finish(df, view)
+    return _run(spark, lake, build)
 
 
 def access_changes_sql(src: _Sources, cluster: str, start: str, end: str, settings: SqlSettings) -> str:
@@ -427,10 +431,14 @@ def access_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | N
     `lost` (no longer ALLOWED), or `uncertain` when either side is UNKNOWN."""
     _check_range(start, end)
     require_cluster(lake, cluster)
+    return _finish(_access_changes_frame(spark, lake, cluster, start, end, super_users, allow_everyone), view)
+
+
+def _access_changes_frame(spark: SparkSession, lake: Lake, cluster: str, start: int | None, end: int | None,
+                          super_users: str | Sequence[str] | None, allow_everyone: bool) -> DataFrame:
     settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
-    df = _run(spark, lake, lambda src: access_changes_sql(src, sql_literal(cluster), sql_literal(start),
-                                                          sql_literal(end), settings))
-    return _finish(df, view)
+    return _run(spark, lake, lambda src: access_changes_sql(src, sql_literal(cluster), sql_literal(start),
+                                                            sql_literal(end), settings))
 
 
 # ---- (d) timeline ----------------------------------------------------------------------------------------------
@@ -766,10 +774,11 @@ def audit_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | No
                   start_time: int | None = None, end_time: int | None = None, super_users: str = "",
                   allow_everyone: bool = False) -> dict[str, list[dict[str, Any]]]:
     """{"acls": ACLs added/removed, "access": access gained/lost}; times map to offsets as everywhere."""
+    # resolving `end` has checked the question (the cluster is known, no offset is negative): the frames skip it
     s = resolve_offset(lake, cluster, start, start_time) if (start is not None or start_time is not None) else -1
     e = resolve_offset(lake, cluster, end, end_time)
-    return {"acls": _rows(acl_changes(spark, lake, cluster, s, e)),
-            "access": _rows(access_changes(spark, lake, cluster, s, e, super_users, allow_everyone))}
+    return {"acls": _rows(_acl_changes_frame(spark, lake, cluster, s, e)),
+            "access": _rows(_access_changes_frame(spark, lake, cluster, s, e, super_users, allow_everyone))}
 
 
 def audit_timeline(spark: SparkSession, lake: Lake, cluster: str, principal: str | None = None,
