@@ -52,7 +52,7 @@ from replay.kafka.model import (
 )
 from replay.spark import resume
 from replay.spark.ordered import Running, bucket_offsets, desc_key, islands, with_missing, with_running
-from replay.spark.session import step
+from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
 from replay.spark.tables import ACL_FIELDS as _ACL_FIELDS
 from replay.spark.tables import REPLAY_SCHEMAS
@@ -712,7 +712,8 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
         progress_ui.say(p.describe(), progress)
     todo = {c: p for c, p in plans.items() if not p.unchanged}
     if todo:
-        _replay_planned(lake, records, quarantine, todo, high_watermark, note)
+        with safe_unions(lake.spark):
+            _replay_planned(lake, records, quarantine, todo, high_watermark, note)
     with step(lake.spark, "replay: count"):
         return table_counts(lake, list(REPLAY_SCHEMAS), clusters)
 

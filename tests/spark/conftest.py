@@ -52,9 +52,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 def without_aqe(spark: Any) -> Iterator[None]:
     """Adaptive execution off for one test. The audit and authorize queries are deep plans over a handful of rows:
     AQE runs each of their shuffles as a job of its own (a warm who_can: 38 jobs and 7 s with it, 8 jobs and 4 s
-    without). The answers are the same either way. The replay tests keep it on, as it is by default: with it off,
-    an incremental replay's transitions step fails inside Spark ("Can't zip RDDs with unequal numbers of
-    partitions: List(4, 2)", found 2026-11-26; to be fixed in the replay's plan)."""
+    without). The answers are the same either way. The replay tests keep it on, as it is by default, except one
+    incremental replay that runs with it off: there Spark 4.2 failed inside a union until the replay guarded it
+    (`replay.spark.session.safe_unions`)."""
     key = "spark.sql.adaptive.enabled"
     before = spark.conf.get(key)
     spark.conf.set(key, "false")

@@ -143,7 +143,7 @@ def test_incremental_replay_equals_full_replay(spark: Any, tmp_path_factory: pyt
     print("replay modes:", modes)
 
 
-def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path) -> None:
+def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path, without_aqe: None) -> None:
     """A log with snapshots, ingested in three dumps: the second and third replays resume; a re-ingest of an old
     dump changes nothing and replays nothing; a dump reaching back before the resume point replays in full."""
     from pyspark.sql import functions as F
