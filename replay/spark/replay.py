@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
@@ -634,7 +634,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
     events = keep(number_events(_event_rows(t), size), "events")
     history = lifetimes(events, obs, last, gaps)
     incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)
-    coverage = coverage_frame(ranges, snaps, incomplete)
+    coverage = keep(coverage_frame(ranges, snaps, incomplete), "coverage")  # log_coverage and the gap anomalies
     quarantined = quarantine.drop("text_section")
     anomalies = (log_anomalies.unionByName(snap_anomalies).unionByName(txn_anomalies)
                  .unionByName(acl_anomalies(t, snaps)).unionByName(gap_anomalies(coverage, snaps))
@@ -687,7 +687,7 @@ def _seen_before(obs: DataFrame, seen: DataFrame) -> DataFrame:
 
 
 def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = None,
-                note: dict[str, Any] | None = None, full: bool = False, progress: bool = True) -> dict[str, int]:
+                note: dict[str, Any] | None = None, full: bool = False, progress: bool = True) -> TableCounts:
     """Bring the replay tables of `clusters` up to date with `metadata_records` and `quarantine`.
 
     A cluster replayed before resumes from its last settled snapshot when everything ingested since lies after it
@@ -695,7 +695,7 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
     new is left as it is. Each table changes in one Delta commit (`replaceWhere`) that replaces the rows of these
     clusters the replay recomputed, so readers see either the old or the new history, and other clusters' rows are
     untouched. One status line per cluster says which it did and why (also kept in `replay_state`). Returns the
-    row count per table for these clusters.
+    row count per table for these clusters, counted when first read.
     """
     from replay import progress as progress_ui
 
@@ -714,8 +714,35 @@ def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = Non
     if todo:
         with safe_unions(lake.spark):
             _replay_planned(lake, records, quarantine, todo, high_watermark, note)
-    with step(lake.spark, "replay: count"):
-        return table_counts(lake, list(REPLAY_SCHEMAS), clusters)
+    return TableCounts(lake, list(REPLAY_SCHEMAS), clusters)
+
+
+class TableCounts(Mapping[str, int]):
+    """Rows per table for some clusters, counted in one query when first read: reading six freshly written Delta
+    tables costs about 24 Spark jobs (5 s on a small lake), which a caller that does not print them should not pay.
+    Counted at first access, so the figures are those of the lake at that moment."""
+
+    def __init__(self, lake: Any, tables: list[str], clusters: list[str]) -> None:
+        self._lake, self._tables, self._clusters = lake, tables, clusters
+        self._counts: dict[str, int] | None = None
+
+    def _all(self) -> dict[str, int]:
+        if self._counts is None:
+            with step(self._lake.spark, "replay: count"):
+                self._counts = table_counts(self._lake, self._tables, self._clusters)
+        return self._counts
+
+    def __getitem__(self, table: str) -> int:
+        return self._all()[table]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+    def __repr__(self) -> str:
+        return repr(self._all())
 
 
 def table_counts(lake: Any, tables: list[str], clusters: list[str]) -> dict[str, int]:

@@ -197,9 +197,11 @@ def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path,
 
 
 def test_full_replay_on_request_and_with_a_high_watermark(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
     from replay.spark.ingest import ingest
     from replay.spark.replay import replay_lake
-    from replay.spark.tables import Lake
+    from replay.spark.tables import REPLAY_SCHEMAS, Lake
 
     log = synth.generate(3, n_batches=30)
     snaps = synth.quiet_snapshot_ends(log, [log.end_offset // 2])
@@ -214,8 +216,11 @@ def test_full_replay_on_request_and_with_a_high_watermark(spark: Any, tmp_path: 
     st_row = state(lake, "c1")
     assert (st_row.mode, st_row.reason) == ("full", f"the previous replay stopped at high watermark {snaps[0] + 2}")
     assert st_row.high_watermark is None and st_row.resume_offset == snaps[0] - 1
-    replay_lake(lake, ["c1"], full=True, progress=False)
+    counts = replay_lake(lake, ["c1"], full=True, progress=False)
     assert state(lake, "c1").reason == "asked for a full replay"
+    # the counts it returns (taken when first read) are the rows the tables hold for the cluster
+    assert dict(counts) == {t: lake.read(t).where(F.col("cluster_id") == "c1").count() for t in REPLAY_SCHEMAS}
+    assert set(counts) == set(REPLAY_SCHEMAS) and counts["acl_events"] > 0
     compare(replay_paths([d]), lake, "c1")
 
 
