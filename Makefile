@@ -28,11 +28,12 @@ FAST := not kafka and not cluster and not property and not differential and not 
 # depends on a seed; `make test HYPOTHESIS_PROFILE=default` (or plain pytest) explores new ones.
 export HYPOTHESIS_PROFILE ?= ci
 
+# Two processes (pytest-xdist): the Spark tests in one, the broker's in one, the rest spread (tests/conftest.py).
 test: setup
-	$(PYTHON) -m pytest --durations=25
+	$(PYTHON) -m pytest --durations=25 -n 2 --dist loadgroup
 
 test-fast: setup
-	$(PYTHON) -m pytest --durations=25 -m '$(FAST)'
+	$(PYTHON) -m pytest --durations=25 -n 2 --dist loadgroup -m '$(FAST)'
 
 lint: $(STAMP)
 	ruff check replay tests bench

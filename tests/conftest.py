@@ -1,11 +1,70 @@
-"""Hypothesis profiles. `make test` runs `HYPOTHESIS_PROFILE=ci` (set in the Makefile): the same examples every run, so a
-landing never depends on the seed; a developer's run explores new random examples each time (the default)."""
+"""Hypothesis profiles and how `make test` splits the suite over two processes.
+
+`make test` runs `HYPOTHESIS_PROFILE=ci` (set in the Makefile): the same examples every run, so a landing never
+depends on the seed; a developer's run explores new random examples each time (the default).
+
+Under pytest-xdist (`-n 2 --dist loadgroup`, as the Makefile runs it) every test that needs the one Spark JVM runs
+in one worker and every test of the Kafka broker run in one worker (each is a session fixture that costs minutes to
+build); the rest is spread over both. On two cores the Spark tests leave about a fifth of the CPU idle (planning
+runs on one thread), which the other worker fills.
+"""
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
+
+from tests.summary import SUMMARY
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# a test that uses one of these session fixtures (or carries the mark) runs in the worker of that group
+_GROUPS = {"spark": ("spark", "sample_lake"), "kafka": ("kafka_run",)}
+_GROUP_MARKS = {"spark": ("spark", "cluster", "second_jvm")}
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The worker group a test belongs to, or None when it can run in any worker."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    marks = {m.name for m in item.iter_markers()}
+    for group, names in _GROUPS.items():
+        if fixtures.intersection(names) or marks.intersection(_GROUP_MARKS.get(group, ())):
+            return group
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# ---- lines for the terminal summary, from whichever process ran the test (`tests.summary`) -------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    worker_output = getattr(session.config, "workeroutput", None)
+    if worker_output is not None:
+        worker_output["summary_lines"] = session.config.stash.get(SUMMARY, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    lines = getattr(node, "workeroutput", {}).get("summary_lines", [])
+    config = getattr(node, "config", None)
+    if config is not None:
+        config.stash.setdefault(SUMMARY, []).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    sections: dict[str, list[str]] = {}
+    for section, line in terminalreporter.config.stash.get(SUMMARY, []):
+        sections.setdefault(section, []).append(line)
+    for section, lines in sections.items():
+        terminalreporter.write_sep("-", section)
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -20,26 +20,16 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.harness.broker import _alive
 from tests.harness.itrun import DEFAULT_PROFILE, DEFAULT_SEED, KafkaRun, run_once
-
-_RUNS: list[dict[str, Any]] = []  # what the fixture measured, for the terminal summary
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for f in _RUNS:
-        terminalreporter.write_line(
-            f"Kafka 4.3.1 harness ({f['profile']}, seed {f['seed']}): broker ready in {f['start_seconds']:.1f} s; "
-            f"history of {f['acl_operations']} ACL operations in {f['run_seconds']:.1f} s in all; "
-            f"{f['segments']} segments, {f['snapshots']} snapshots, {f['checkpoints']} describeAcls checkpoints")
+from tests.summary import add_summary
 
 
 @pytest.fixture(scope="session")
-def kafka_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaRun]:
+def kafka_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaRun]:
     keep = os.environ.get("KRAFT_IT_KEEP")
     if keep:
         work = Path(keep)
@@ -55,6 +45,10 @@ def kafka_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaRun]:
         "checkpoints": len(run.checkpoints), "snapshot_triggers": run.snapshot_triggers(),
     }
     (work / "itrun.json").write_text(json.dumps(facts, indent=1) + "\n")
-    _RUNS.append(facts)
+    add_summary(request.config, "Kafka 4.3.1 harness",
+                f"{facts['profile']}, seed {facts['seed']}: broker ready in {facts['start_seconds']:.1f} s; "
+                f"history of {facts['acl_operations']} ACL operations in {facts['run_seconds']:.1f} s in all; "
+                f"{facts['segments']} segments, {facts['snapshots']} snapshots, "
+                f"{facts['checkpoints']} describeAcls checkpoints")
     yield run
     assert not _alive(run.pid)

@@ -34,6 +34,7 @@ from tests.harness.oracle import (
     authorize_command,
     by_type_command,
 )
+from tests.summary import add_summary
 
 # Kafka's StandardAuthorizer in a JVM of our own (the oracle), no broker.
 pytestmark = pytest.mark.jvm
@@ -265,27 +266,10 @@ def shrink(o: AuthorizerOracle, sc: Scenario, q: tuple) -> tuple[Scenario, tuple
     return sc, q, java, mine
 
 
-_REPORT: list[str] = []
-
-
-class _TerminalSummary:
-    """Writes the run's seeds and counts in pytest's terminal summary (shown for passing tests and with -q)."""
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        if _REPORT:
-            terminalreporter.write_sep("-", "authorizer differential (replay: AUTHZ_DIFF_SEED=<seed>)")
-            for line in _REPORT:
-                terminalreporter.write_line(line)
-
-
 @pytest.fixture
 def report(request: pytest.FixtureRequest, record_property: Callable[[str, object], None]) -> Callable[[str], None]:
-    manager = request.config.pluginmanager
-    if manager.get_plugin("authz-differential-summary") is None:
-        manager.register(_TerminalSummary(), "authz-differential-summary")
-
     def add(line: str) -> None:
-        _REPORT.append(line)
+        add_summary(request.config, "authorizer differential (replay: AUTHZ_DIFF_SEED=<seed>)", line)
         record_property("authz-differential", line)  # also in --junitxml output
 
     return add
