@@ -253,7 +253,8 @@ def display_function(ns: Mapping[str, Any] | None = None) -> Callable[..., Any]:
     """The notebook's `display` (Databricks' own, or the runner's), else a new `LocalDisplay`."""
     existing = (ns or {}).get("display")
     if callable(existing):
-        return existing
+        shown: Callable[..., Any] = existing
+        return shown
     return LocalDisplay()
 
 

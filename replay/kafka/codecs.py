@@ -168,7 +168,7 @@ def _unlz4(data: bytes, limit: int | None) -> bytes:
 
 
 def _lz4(data: bytes) -> bytes:
-    return lz4.frame.compress(
+    framed: bytes = lz4.frame.compress(
         data,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
         block_linked=False,
@@ -176,6 +176,7 @@ def _lz4(data: bytes) -> bytes:
         block_checksum=False,
         store_size=False,
     )
+    return framed
 
 
 # ---- zstd ----------------------------------------------------------------------------------------------------

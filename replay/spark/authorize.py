@@ -77,7 +77,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
-from pyspark.sql.functions import pandas_udf
+from pyspark.sql.pandas.functions import pandas_udf
 
 from replay.kafka.acl import AclBinding, AclOperation, ResourceType
 from replay.kafka.authorizer import (

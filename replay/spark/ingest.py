@@ -800,12 +800,14 @@ def _open(entry: PlannedFile) -> IO[bytes]:
     if entry.open_with == "fsspec":
         import fsspec
 
-        return fsspec.open(entry.uri, "rb").open()
+        remote: IO[bytes] = fsspec.open(entry.uri, "rb").open()
+        return remote
     if entry.open_with == "pyarrow":
         from pyarrow import fs as pafs
 
         filesystem, path = pafs.FileSystem.from_uri(entry.uri)
-        return filesystem.open_input_stream(path)
+        stream: IO[bytes] = filesystem.open_input_stream(path)
+        return stream
     raise ValueError(f"{entry.uri}: no way to open it on an executor ({entry.open_with})")
 
 

@@ -39,6 +39,8 @@ from matplotlib.patches import Patch
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from replay.spark.tables import Lake
+
 DEFAULT_POINTS = 300
 DEFAULT_MAX_BARS = 60
 DEFAULT_TIMELINE_LIMIT = 40
@@ -82,7 +84,7 @@ def _utc(ms: float) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None)
 
 
-def _cluster_rows(lake: Any, table: str, cluster: str) -> DataFrame:
+def _cluster_rows(lake: Lake, table: str, cluster: str) -> DataFrame:
     return lake.read(table).where(F.col("cluster_id") == cluster)
 
 
@@ -135,7 +137,7 @@ class CountSeries:
         return any(u > 0 for u in self.uncertain_max)
 
 
-def _step_points(lake: Any, cluster: str) -> DataFrame:
+def _step_points(lake: Lake, cluster: str) -> DataFrame:
     """The live counts right after each offset where one changes: (offset, certain, possible)."""
     h = _cluster_rows(lake, "acl_history", cluster)
     one, zero, minus = F.lit(1), F.lit(0), F.lit(-1)
@@ -155,7 +157,7 @@ def _step_points(lake: Any, cluster: str) -> DataFrame:
             .select("offset", F.sum("dc").over(w).alias("certain"), F.sum("dp").over(w).alias("possible")))
 
 
-def acl_count_data(lake: Any, cluster: str, by: str = "offset", points: int = DEFAULT_POINTS) -> CountSeries:
+def acl_count_data(lake: Lake, cluster: str, by: str = "offset", points: int = DEFAULT_POINTS) -> CountSeries:
     """Bucket the live-ACL step function into at most `points` buckets (in Spark) and collect them."""
     if by not in ("offset", "time"):
         raise ValueError(f"by must be 'offset' or 'time', not {by!r}")
@@ -284,7 +286,7 @@ def draw_acl_count(series: CountSeries, mark: float | None = None, title: str | 
     return fig
 
 
-def acl_count_figure(lake: Any, cluster: str, by: str = "offset", points: int = DEFAULT_POINTS,
+def acl_count_figure(lake: Lake, cluster: str, by: str = "offset", points: int = DEFAULT_POINTS,
                      mark: float | None = None, path: str | None = None) -> Figure:
     """ACL count over offsets (`by="offset"`) or over time (`by="time"`; `mark` in epoch ms then)."""
     fig = draw_acl_count(acl_count_data(lake, cluster, by, points), mark=mark)
@@ -327,7 +329,7 @@ def _time_span(df: DataFrame) -> int:
     return 0 if r is None or r["lo"] is None else int(r["hi"]) - int(r["lo"])
 
 
-def changes_data(lake: Any, cluster: str, period: str = "auto", max_bars: int = DEFAULT_MAX_BARS) -> ChangeCounts:
+def changes_data(lake: Lake, cluster: str, period: str = "auto", max_bars: int = DEFAULT_MAX_BARS) -> ChangeCounts:
     """Creates and removes per period, counted in Spark. `period`: a name in `PERIODS` (e.g. `day`), `auto` (the
     smallest giving at most `max_bars` bars over the changes' span), or `DAY_IF_LONG` (`day` when the history in
     `offset_times` spans at least two days, else `auto`)."""
@@ -416,7 +418,7 @@ def draw_changes(counts: ChangeCounts, mark: float | None = None, title: str | N
     return fig
 
 
-def changes_figure(lake: Any, cluster: str, period: str = "day", max_bars: int = DEFAULT_MAX_BARS,
+def changes_figure(lake: Lake, cluster: str, period: str = "day", max_bars: int = DEFAULT_MAX_BARS,
                    mark: float | None = None, path: str | None = None) -> Figure:
     """Creates vs removes per `period` (see `changes_data`; `day` by default)."""
     fig = draw_changes(changes_data(lake, cluster, period, max_bars), mark=mark)
@@ -425,7 +427,7 @@ def changes_figure(lake: Any, cluster: str, period: str = "day", max_bars: int =
     return fig
 
 
-def changes_per_day_figure(lake: Any, cluster: str, mark: float | None = None, path: str | None = None) -> Figure:
+def changes_per_day_figure(lake: Lake, cluster: str, mark: float | None = None, path: str | None = None) -> Figure:
     """Changes per day when the history spans at least two days, else per the `auto` period (the title says which)."""
     return changes_figure(lake, cluster, DAY_IF_LONG, mark=mark, path=path)
 
@@ -454,7 +456,7 @@ class Timeline:
     bars: list[Lifetime] = field(default_factory=list)
 
 
-def timeline_data(lake: Any, cluster: str, principal: str, include_wildcard: bool = True,
+def timeline_data(lake: Lake, cluster: str, principal: str, include_wildcard: bool = True,
                   limit: int = DEFAULT_TIMELINE_LIMIT, x: str = "time") -> Timeline:
     """The principal's ACL lifetimes (at most `limit`, sorted by resource), with bounds in offsets or times."""
     if x not in ("offset", "time"):
@@ -513,7 +515,7 @@ def draw_timeline(tl: Timeline, mark: float | None = None, title: str | None = N
 
     def span(a: float, b: float) -> tuple[float, float]:
         if is_time:
-            return float(mdates.date2num(_utc(a))), (b - a) / 86_400_000
+            return float(mdates.date2num(_utc(a))), (b - a) / 86_400_000  # type: ignore[no-untyped-call]
         return a, b - a
 
     labels: list[str] = []
@@ -556,7 +558,7 @@ def draw_timeline(tl: Timeline, mark: float | None = None, title: str | None = N
     return fig
 
 
-def principal_timeline_figure(lake: Any, cluster: str, principal: str, include_wildcard: bool = True,
+def principal_timeline_figure(lake: Lake, cluster: str, principal: str, include_wildcard: bool = True,
                               limit: int = DEFAULT_TIMELINE_LIMIT, x: str = "time", mark: float | None = None,
                               path: str | None = None) -> Figure:
     """One principal's access timeline: a bar per ACL lifetime (`mark` in the units of `x`)."""
@@ -566,7 +568,7 @@ def principal_timeline_figure(lake: Any, cluster: str, principal: str, include_w
     return fig
 
 
-def busiest_principal(lake: Any, cluster: str) -> str | None:
+def busiest_principal(lake: Lake, cluster: str) -> str | None:
     """The principal named by the most ACL lifetimes (not `User:*`): a reasonable default for the timeline."""
     row = (_cluster_rows(lake, "acl_history", cluster).where(F.col("principal") != "User:*")
            .groupBy("principal").count().orderBy(F.desc("count"), "principal").first())

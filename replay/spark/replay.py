@@ -55,7 +55,7 @@ from replay.spark.ordered import Running, bucket_offsets, desc_key, islands, wit
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
 from replay.spark.tables import ACL_FIELDS as _ACL_FIELDS
-from replay.spark.tables import REPLAY_SCHEMAS
+from replay.spark.tables import REPLAY_SCHEMAS, Lake
 
 ACL_ENTRY, ACL_REMOVE = ACL_ENTRY_RECORD, REMOVE_ACL_ENTRY_RECORD
 TXN_BEGIN, TXN_END, TXN_ABORT = BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, ABORT_TRANSACTION_RECORD
@@ -686,7 +686,7 @@ def _seen_before(obs: DataFrame, seen: DataFrame) -> DataFrame:
         F.lit(0).alias("kind"), F.lit(0).alias("sidx"))
 
 
-def replay_lake(lake: Any, clusters: list[str], high_watermark: int | None = None,
+def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = None,
                 note: dict[str, Any] | None = None, full: bool = False, progress: bool = True) -> TableCounts:
     """Bring the replay tables of `clusters` up to date with `metadata_records` and `quarantine`.
 
@@ -722,7 +722,7 @@ class TableCounts(Mapping[str, int]):
     tables costs about 24 Spark jobs (5 s on a small lake), which a caller that does not print them should not pay.
     Counted at first access, so the figures are those of the lake at that moment."""
 
-    def __init__(self, lake: Any, tables: list[str], clusters: list[str]) -> None:
+    def __init__(self, lake: Lake, tables: list[str], clusters: list[str]) -> None:
         self._lake, self._tables, self._clusters = lake, tables, clusters
         self._counts: dict[str, int] | None = None
 
@@ -745,7 +745,7 @@ class TableCounts(Mapping[str, int]):
         return repr(self._all())
 
 
-def table_counts(lake: Any, tables: list[str], clusters: list[str]) -> dict[str, int]:
+def table_counts(lake: Lake, tables: list[str], clusters: list[str]) -> dict[str, int]:
     """Rows per table for `clusters`, in one query (a count per table would be one Spark job or more each)."""
     parts = [lake.read(name).where(F.col("cluster_id").isin(clusters)).select(F.lit(name).alias("_table"))
              for name in tables]
@@ -754,7 +754,7 @@ def table_counts(lake: Any, tables: list[str], clusters: list[str]) -> dict[str,
     return {name: found.get(name, 0) for name in tables}
 
 
-def _replay_planned(lake: Any, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
+def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
                     high_watermark: int | None, note: dict[str, Any] | None) -> None:
     names = list(plans)
     replay_id = resume.new_replay_id()

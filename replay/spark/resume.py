@@ -36,7 +36,7 @@ from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
 from replay.spark.ordered import with_missing
-from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA
+from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA, Lake
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
                   "marker_position", "gap_end", "hole_since_marker"]
@@ -125,7 +125,7 @@ def resume_points(resolved: DataFrame, snaps: DataFrame, gaps: DataFrame, resume
 
 
 # ---- deciding ------------------------------------------------------------------------------------------------
-def read_states(lake: Any, clusters: list[str]) -> dict[str, dict[str, Any]]:
+def read_states(lake: Lake, clusters: list[str]) -> dict[str, dict[str, Any]]:
     lake.ensure(REPLAY_STATE, STATE_SCHEMA)
     rows = lake.read(REPLAY_STATE).where(F.col("cluster_id").isin(clusters)).collect()
     return {r["cluster_id"]: r.asDict() for r in rows}
@@ -234,7 +234,7 @@ def _bounds(spark: SparkSession, plans: dict[str, Plan]) -> DataFrame:
         "cluster_id string, _q long"))
 
 
-def seen_ids(lake: Any, plans: dict[str, Plan]) -> DataFrame | None:
+def seen_ids(lake: Lake, plans: dict[str, Plan]) -> DataFrame | None:
     """Ids observed before each resume point: in an event, or in a remove of an id never seen (an anomaly)."""
     if not any(p.resume_offset is not None for p in plans.values()):
         return None
@@ -247,7 +247,7 @@ def seen_ids(lake: Any, plans: dict[str, Plan]) -> DataFrame | None:
 
 
 # ---- joining the suffix to what was kept ---------------------------------------------------------------------
-def splice(lake: Any, frames: dict[str, DataFrame], plans: dict[str, Plan]) -> dict[str, DataFrame]:
+def splice(lake: Lake, frames: dict[str, DataFrame], plans: dict[str, Plan]) -> dict[str, DataFrame]:
     """The rows to write per table: a full cluster's as replayed; a resumed cluster's after its resume point, joined
     to what the previous replay wrote up to it (event numbers continue, lifetimes open at the resume point keep
     their start, log runs join across it)."""
@@ -289,7 +289,7 @@ def splice(lake: Any, frames: dict[str, DataFrame], plans: dict[str, Plan]) -> d
     }
 
 
-def _coverage(lake: Any, replayed: DataFrame, b: DataFrame) -> DataFrame:
+def _coverage(lake: Lake, replayed: DataFrame, b: DataFrame) -> DataFrame:
     """A resumed cluster's coverage: the kept rows up to the resume point and the suffix's after it, with the log
     run across the resume point joined and the missing stretches drawn again (a handful of rows per cluster)."""
     c = F.col
@@ -335,7 +335,7 @@ def replace_predicate(table: str, plans: dict[str, Plan]) -> str:
     return " OR ".join(parts)
 
 
-def write_states(lake: Any, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
+def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
                  points: dict[str, dict[str, Any]] | None = None, last: dict[str, int] | None = None) -> None:
     """One commit to `replay_state` replacing these clusters' rows (status `running` before the tables are written,
     `done` with the resume point after: a replay that dies between leaves `running`, and the next one is full)."""
@@ -352,7 +352,7 @@ def write_states(lake: Any, plans: dict[str, Plan], replay_id: str, status: str,
                     f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}')
 
 
-def write_replacing(lake: Any, name: str, df: DataFrame, predicate: str, user_metadata: str) -> None:
+def write_replacing(lake: Lake, name: str, df: DataFrame, predicate: str, user_metadata: str) -> None:
     """Replace the rows matching `predicate` in table `name` by `df`, in one Delta commit."""
     writer = (df.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
               .option("userMetadata", user_metadata))
