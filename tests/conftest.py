@@ -36,11 +36,12 @@ def xdist_group_of(item: pytest.Item) -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        group = xdist_group_of(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # marked as each test is collected: xdist's loadgroup reads the marks in its own collection_modifyitems, which
+    # runs before a conftest's in a worker
+    group = xdist_group_of(item)
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 # ---- lines for the terminal summary, from whichever process ran the test (`tests.summary`) -------------------------

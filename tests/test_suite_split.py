@@ -1,0 +1,67 @@
+"""`make test` runs the suite in two pytest-xdist workers with the Spark tests kept in one of them (tests/conftest.py).
+If the grouping broke, the run would still pass but start a Spark JVM in each worker, and on two cores both would
+crawl; these tests catch that."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("xdist")
+
+_GROUPED = '''
+import os
+import pytest
+
+def _note():
+    with open(os.path.join(os.environ["SPLIT_OUT"], os.environ["PYTEST_XDIST_WORKER"]), "a") as f:
+        f.write("x\\n")
+
+@pytest.mark.xdist_group("g")
+def test_1(): _note()
+@pytest.mark.xdist_group("g")
+def test_2(): _note()
+@pytest.mark.xdist_group("g")
+def test_3(): _note()
+@pytest.mark.xdist_group("g")
+def test_4(): _note()
+def test_free_1(): pass
+def test_free_2(): pass
+def test_free_3(): pass
+'''
+
+
+def test_one_group_runs_in_one_worker(tmp_path: Path) -> None:
+    """The installed pytest and pytest-xdist honour `xdist_group` under `--dist loadgroup` (pytest 9.2 with
+    xdist 3.8 does not: it ran a group in both workers)."""
+    (tmp_path / "test_grouped.py").write_text(_GROUPED)
+    out = tmp_path / "out"
+    out.mkdir()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-q", "-p",
+                           "no:cacheprovider", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                          capture_output=True, text=True, env={**os.environ, "SPLIT_OUT": str(out)}, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "7 passed" in done.stdout
+    ran = {p.name: len(p.read_text().split()) for p in out.iterdir()}
+    assert list(ran.values()) == [4], ran  # all four grouped tests, in one worker
+
+
+def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> None:
+    """Every collected test that uses the Spark session (or the sample lake built on it) is in group `spark`; every
+    test of the broker run in group `kafka`; a pure test in none."""
+    from tests.conftest import xdist_group_of
+
+    items = request.session.items
+    by_id = {i.nodeid.split("@")[0]: i for i in items}
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & {"spark", "sample_lake"}:
+            assert xdist_group_of(item) == "spark", item.nodeid
+        elif "kafka_run" in names:
+            assert xdist_group_of(item) == "kafka", item.nodeid
+    me = by_id[request.node.nodeid.split("@")[0]]
+    assert xdist_group_of(me) is None
