@@ -3,12 +3,10 @@
 `make test` runs `HYPOTHESIS_PROFILE=ci` (set in the Makefile): the same examples every run, so a landing never
 depends on the seed; a developer's run explores new random examples each time (the default).
 
-Under pytest-xdist (`-n 2 --dist loadgroup`, as the Makefile runs it) the tests that share the Spark session run in
-one worker, the tests of the Kafka broker run in one worker (each is a session fixture that costs minutes to build),
-and the incremental-replay tests (ten minutes of Spark on their own lakes) run in a Spark session of their own, so
-that the worker without the big group has Spark work too; the rest is spread over both. On two cores one Spark
-session leaves about a fifth of the CPU idle (planning runs on one thread), which the other worker fills.
-Measured: `.ci/run` 46 min in one process, 41 min with one Spark worker.
+Under pytest-xdist (`-n 2 --dist loadgroup`, as the Makefile runs it) every test that needs the one Spark JVM runs
+in one worker and every test of the Kafka broker run in one worker (each is a session fixture that costs minutes to
+build); the rest is spread over both. On two cores the Spark tests leave about a fifth of the CPU idle (planning
+runs on one thread), which the other worker fills.
 """
 
 from __future__ import annotations
@@ -28,16 +26,9 @@ _GROUPS = {"spark": ("spark", "sample_lake"), "kafka": ("kafka_run",)}
 _GROUP_MARKS = {"spark": ("spark", "cluster", "second_jvm")}
 
 
-# Spark tests that need nothing the others built (no sample_lake): a second Spark session in the other worker
-_OWN_SPARK = {"tests/spark/test_incremental_replay.py": "spark_incremental"}
-
-
 def xdist_group_of(item: pytest.Item) -> str | None:
     """The worker group a test belongs to, or None when it can run in any worker."""
     fixtures = set(getattr(item, "fixturenames", ()))
-    own = _OWN_SPARK.get(item.nodeid.split("::")[0])
-    if own is not None and "sample_lake" not in fixtures:
-        return own
     marks = {m.name for m in item.iter_markers()}
     for group, names in _GROUPS.items():
         if fixtures.intersection(names) or marks.intersection(_GROUP_MARKS.get(group, ())):

@@ -51,9 +51,8 @@ def test_one_group_runs_in_one_worker(tmp_path: Path) -> None:
 
 
 def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> None:
-    """Every collected test that uses the Spark session is in a Spark group (`spark`, or `spark_incremental` for the
-    self-contained incremental-replay tests), all that use the sample lake in `spark`; every test of the broker run
-    in group `kafka`; a pure test in none."""
+    """Every collected test that uses the Spark session (or the sample lake built on it) is in group `spark`; every
+    test of the broker run in group `kafka`; a pure test in none."""
     from tests.conftest import xdist_group_of
 
     items = request.session.items
@@ -61,9 +60,7 @@ def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> N
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & {"spark", "sample_lake"}:
-            assert xdist_group_of(item) in {"spark", "spark_incremental"}, item.nodeid
-            if "sample_lake" in names:
-                assert xdist_group_of(item) == "spark", item.nodeid  # built once, in one worker
+            assert xdist_group_of(item) == "spark", item.nodeid
         elif "kafka_run" in names:
             assert xdist_group_of(item) == "kafka", item.nodeid
     me = by_id[request.node.nodeid.split("@")[0]]
