@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("xdist")
-
 _GROUPED = '''
 import os
 import pytest
@@ -55,13 +53,10 @@ def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> N
     test of the broker run in group `kafka`; a pure test in none."""
     from tests.conftest import xdist_group_of
 
-    items = request.session.items
-    by_id = {i.nodeid.split("@")[0]: i for i in items}
-    for item in items:
+    for item in request.session.items:
         names = set(getattr(item, "fixturenames", ()))
         if names & {"spark", "sample_lake"}:
             assert xdist_group_of(item) == "spark", item.nodeid
         elif "kafka_run" in names:
             assert xdist_group_of(item) == "kafka", item.nodeid
-    me = by_id[request.node.nodeid.split("@")[0]]
-    assert xdist_group_of(me) is None
+    assert xdist_group_of(request.node) is None
