@@ -23,7 +23,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # a test that uses one of these session fixtures (or carries the mark) runs in the worker of that group
 _GROUPS = {"spark": ("spark", "sample_lake"), "kafka": ("kafka_run",)}
-_GROUP_MARKS = {"spark": ("spark", "cluster", "second_jvm")}
+_GROUP_MARKS = {"spark": ("spark", "second_jvm")}
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:

@@ -50,7 +50,8 @@ def test_one_group_runs_in_one_worker(tmp_path: Path) -> None:
 
 def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> None:
     """Every collected test that uses the Spark session (or the sample lake built on it) is in group `spark`; every
-    test of the broker run in group `kafka`; a pure test in none."""
+    test of the broker run in group `kafka`; a pure test, and the standalone-cluster test (which starts its own
+    JVMs), in none."""
     from tests.conftest import xdist_group_of
 
     for item in request.session.items:
@@ -59,4 +60,6 @@ def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> N
             assert xdist_group_of(item) == "spark", item.nodeid
         elif "kafka_run" in names:
             assert xdist_group_of(item) == "kafka", item.nodeid
+        elif item.get_closest_marker("cluster"):  # its own JVMs, in subprocesses: free to run beside the session
+            assert xdist_group_of(item) is None, item.nodeid
     assert xdist_group_of(request.node) is None
