@@ -15,6 +15,12 @@ pub const CRC_START: usize = 21;
 pub const CURRENT_MAGIC: u8 = 2;
 pub const MAX_RAW_BYTES: usize = 1024 * 1024;
 const CHUNK: usize = 1024 * 1024;
+/// `batch.MAX_UNFRAMED_RECORDS`
+const MAX_UNFRAMED_RECORDS: usize = 100;
+/// `batch.RESYNC_CRC_FACTOR`
+const RESYNC_CRC_FACTOR: i64 = 8;
+/// `batch._ATTRIBUTE_BITS`
+const ATTRIBUTE_BITS: u16 = 0x7F;
 
 pub const NOT_A_METADATA_LOG: &str = "not_a_metadata_log";
 pub const UNREADABLE_FILE: &str = "unreadable_file";
@@ -24,6 +30,7 @@ pub const BATCH_TOO_SHORT: &str = "batch_too_short";
 pub const BAD_CRC: &str = "bad_crc";
 pub const UNKNOWN_CODEC: &str = "unknown_codec";
 pub const DECOMPRESSION_FAILED: &str = "decompression_failed";
+pub const DECOMPRESSION_LIMIT: &str = "decompression_limit";
 pub const RECORD_OVERRUN: &str = "record_overrun";
 pub const TRAILING_BYTES: &str = "trailing_bytes";
 pub const RECORD_COUNT_MISMATCH: &str = "record_count_mismatch";
@@ -225,6 +232,13 @@ pub struct Framer {
     next_offset: Option<i128>,
     first: bool,
     done: bool,
+    /// where the stream started (`start_position`)
+    start: i64,
+    /// bytes checksummed for candidates while searching for a valid batch, and how many candidates that was
+    crc_spent: i64,
+    crc_checked: i64,
+    /// why the last search stopped before its window's end, if it did
+    gave_up: String,
 }
 
 impl Framer {
@@ -245,6 +259,10 @@ impl Framer {
             next_offset: if start_position == 0 { name_offset } else { None },
             first: start_position == 0,
             done: false,
+            start: start_position,
+            crc_spent: 0,
+            crc_checked: 0,
+            gave_up: String::new(),
         }
     }
 
@@ -377,11 +395,11 @@ impl Framer {
                     NOT_A_METADATA_LOG,
                     format!(
                         "not a KRaft metadata log: the first bytes are not a v2 record batch (base offset {}, length {}, \
-                         magic {}) and no valid batch starts in the first {} bytes",
+                         magic {}) and {}",
                         base,
                         blen,
                         magic,
-                        wlen.min(self.resync_window)
+                        self.searched(wlen)
                     ),
                     self.next_offset,
                     raw,
@@ -507,10 +525,11 @@ impl Framer {
             out.push_back(self.problem(
                 TRUNCATED_TAIL,
                 format!(
-                    "Found {} invalid bytes at the end of {} (a batch declaring {} bytes)",
+                    "Found {} invalid bytes at the end of {} (a batch declaring {} bytes){}",
                     left,
                     self.src_name(),
-                    size
+                    size,
+                    self.gave_up_note()
                 ),
                 Some(base as i128),
                 raw,
@@ -522,8 +541,11 @@ impl Framer {
             BATCH_TOO_SHORT,
             format!(
                 "{}; the length cannot be trusted and no valid batch follows, so the remaining {} bytes of the file are \
-                 not decoded{}",
-                why, left, zeros
+                 not decoded{}{}",
+                why,
+                left,
+                zeros,
+                self.gave_up_note()
             ),
             Some(base as i128),
             raw,
@@ -551,7 +573,7 @@ impl Framer {
                 let left = self.input.count_rest()?;
                 out.push_back(self.problem(
                     kind,
-                    format!("{}; the remaining {} bytes are not decoded", why, left),
+                    format!("{}; the remaining {} bytes are not decoded{}", why, left, self.gave_up_note()),
                     offset,
                     raw,
                 ));
@@ -579,6 +601,7 @@ impl Framer {
     /// `_look_ahead`: the window (the bytes from here, at least `RESYNC_WINDOW` of them when there are) and the
     /// first place after 0 in it where a valid batch starts. Returns (found, window length).
     fn look_ahead(&mut self, data_len: usize) -> PyRes<(Option<usize>, usize)> {
+        self.gave_up.clear();
         let mut wlen = self.input.ensure(data_len.max(self.resync_window))?;
         let found = self.resync(&mut wlen)?;
         Ok((found, wlen))
@@ -598,8 +621,10 @@ impl Framer {
                 Some(i) => from + i,
             };
             let p = magic_at - (HEADER_SIZE_UP_TO_MAGIC - 1);
-            if self.candidate_at(p, wlen)? {
-                return Ok(Some(p));
+            match self.candidate_at(p, wlen)? {
+                Some(true) => return Ok(Some(p)),
+                Some(false) => {}
+                None => return Ok(None), // gave up
             }
             from = magic_at + 1;
         }
@@ -612,20 +637,38 @@ impl Framer {
         Ok(())
     }
 
-    fn candidate_at(&mut self, p: usize, wlen: &mut usize) -> PyRes<bool> {
+    /// `_searched`: what the last search found nothing in.
+    fn searched(&self, wlen: usize) -> String {
+        if self.gave_up.is_empty() {
+            format!("no valid batch starts in the first {} bytes", wlen.min(self.resync_window))
+        } else {
+            self.gave_up.clone()
+        }
+    }
+
+    fn gave_up_note(&self) -> String {
+        if self.gave_up.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.gave_up)
+        }
+    }
+
+    /// `_candidate_at`: Some(whether a valid batch starts at `p`), None when the search gives up (its CRC budget).
+    fn candidate_at(&mut self, p: usize, wlen: &mut usize) -> PyRes<Option<bool>> {
         let (base, blen) = {
             let w = self.input.peek(p + 12);
             (be_i64(w, p), be_i32(w, p + 8) as i64)
         };
         let size = blen + LOG_OVERHEAD;
         if base < 0 || size < RECORD_BATCH_OVERHEAD as i64 || size > self.max {
-            return Ok(false);
+            return Ok(Some(false));
         }
         let end = p + size as usize;
         if p + RECORD_BATCH_OVERHEAD > *wlen {
             self.extend(wlen, p + RECORD_BATCH_OVERHEAD)?;
             if p + RECORD_BATCH_OVERHEAD > *wlen {
-                return Ok(false);
+                return Ok(Some(false));
             }
         }
         {
@@ -633,17 +676,36 @@ impl Framer {
             let attributes = be_i16(w, p + CRC_START);
             let last_delta = be_i32(w, p + 23);
             let count = be_i32(w, p + 57);
-            if (attributes & 7) as usize >= CODEC_NAMES.len() || last_delta < 0 || count < 0 {
-                return Ok(false);
+            if (attributes & 7) as usize >= CODEC_NAMES.len()
+                || (attributes as u16) & !ATTRIBUTE_BITS != 0
+                || last_delta < 0
+                || count < 0
+            {
+                return Ok(Some(false));
             }
         }
         if end > *wlen {
             self.extend(wlen, end)?;
             if end > *wlen {
-                return Ok(false);
+                return Ok(Some(false));
             }
         }
-        Ok(crc_matches(&self.input.peek(end)[p..end]))
+        let abs_end = self.pos + end as i64;
+        if self.crc_spent + size > RESYNC_CRC_FACTOR * (abs_end - self.start) {
+            self.gave_up = format!(
+                "the search for a valid batch stopped at byte {}: the CRCs of {} candidates checked so far cost {} \
+                 bytes, and this one's {} more would pass {} times the bytes up to its end",
+                self.pos + p as i64,
+                self.crc_checked,
+                self.crc_spent,
+                size,
+                RESYNC_CRC_FACTOR
+            );
+            return Ok(None);
+        }
+        self.crc_spent += size;
+        self.crc_checked += 1;
+        Ok(Some(crc_matches(&self.input.peek(end)[p..end])))
     }
 }
 
@@ -654,6 +716,8 @@ pub struct Ctx<'a> {
     pub decode_values: bool,
     /// `records_for`: the api keys whose metadata records are kept (with every control record); None keeps all.
     pub records_for: Option<&'a HashSet<u64>>,
+    /// `decompressed_limit`: the most bytes a records area may decompress to
+    pub decompressed_limit: usize,
     /// Asks Python's `codecs.decompress` when ours fails: its output, or the message of its `CodecError`.
     pub fallback: &'a mut dyn FnMut(i64, &[u8]) -> PyRes<Result<Vec<u8>, String>>,
 }
@@ -761,9 +825,26 @@ pub fn decode_batch(data: &[u8], position: i64, ctx: &mut Ctx, out: &mut VecDequ
         out.push_back(Item::Batch(batch));
         return Ok(());
     } else {
-        match crate::codec::decompress(codec, body) {
+        match crate::codec::decompress(codec, body, ctx.decompressed_limit) {
             Ok(area) => batch.area = area,
-            Err(()) => match (ctx.fallback)(codec, body)? {
+            Err(crate::codec::Fail::Limit) => {
+                out.push_back(Item::Problem(prob(
+                    DECOMPRESSION_LIMIT,
+                    format!(
+                        "{} records area decompresses to more than the limit of {} bytes ({} bytes compressed); \
+                         records not decoded (the limit is the `decompressed_limit` option)",
+                        header.codec_name(),
+                        ctx.decompressed_limit,
+                        body.len()
+                    ),
+                    position,
+                    base,
+                    Some(view.to_vec()),
+                )));
+                out.push_back(Item::Batch(batch));
+                return Ok(());
+            }
+            Err(crate::codec::Fail::Bad) => match (ctx.fallback)(codec, body)? {
                 Ok(area) => batch.area = area,
                 Err(message) => {
                     out.push_back(Item::Problem(prob(
@@ -847,6 +928,7 @@ fn decode_records(batch: &mut RBatch, ctx: &mut Ctx, out: &mut VecDeque<Item>) {
     let mut p = 0usize;
     let mut i: i64 = 0;
     let mut overran = false;
+    let mut unframed = 0usize; // `_decode_records`: records skipped or with bytes left over
     let mut records: Vec<Rec> = Vec::with_capacity(count.clamp(0, 4096) as usize);
     while count < 0 || i < count {
         if p >= end {
@@ -898,8 +980,27 @@ fn decode_records(batch: &mut RBatch, ctx: &mut Ctx, out: &mut VecDeque<Item>) {
             break;
         }
         let body_end = p + length as usize;
+        if unframed >= MAX_UNFRAMED_RECORDS {
+            problems.push(prob(
+                RECORD_OVERRUN,
+                format!(
+                    "{} records of this batch did not frame (see the problems before); the remaining {} bytes of its \
+                     records, from record #{} at {}, are not decoded",
+                    unframed,
+                    end - start,
+                    i,
+                    where_(start)
+                ),
+                position,
+                guess,
+                Some(buf[start..end.min(start + MAX_RAW_BYTES)].to_vec()),
+            ));
+            overran = true;
+            break;
+        }
         match parse_record(&buf, p, body_end, &header, log_append) {
             Err(RecErr::Overrun(_)) => {
+                unframed += 1;
                 problems.push(prob(
                     RECORD_OVERRUN,
                     format!(
@@ -914,6 +1015,7 @@ fn decode_records(batch: &mut RBatch, ctx: &mut Ctx, out: &mut VecDeque<Item>) {
                 ));
             }
             Err(RecErr::Bad(e)) => {
+                unframed += 1;
                 problems.push(prob(
                     BAD_RECORD,
                     format!("record #{} at {}: {}; record skipped", i, where_(start), e),
@@ -924,6 +1026,7 @@ fn decode_records(batch: &mut RBatch, ctx: &mut Ctx, out: &mut VecDeque<Item>) {
             }
             Ok((mut rec, q)) => {
                 if q != body_end {
+                    unframed += 1;
                     problems.push(prob(
                         TRAILING_BYTES,
                         format!("{} bytes left after the body of record #{} at {}", body_end - q, i, where_(start)),

@@ -194,6 +194,7 @@ pub struct Engine {
     finished: bool,
     decode_values: bool,
     records_for: Option<HashSet<u64>>,
+    decompressed_limit: usize,
 }
 
 impl Engine {
@@ -207,6 +208,7 @@ impl Engine {
         decode_values: bool,
         snapshot: bool,
         records_for: Option<HashSet<u64>>,
+        decompressed_limit: usize,
     ) -> Engine {
         let input = Input::new(Box::new(PyStream(stream)));
         Engine {
@@ -217,6 +219,7 @@ impl Engine {
             finished: false,
             decode_values,
             records_for,
+            decompressed_limit,
         }
     }
 
@@ -264,6 +267,7 @@ impl Engine {
                         schemas: &st.schemas,
                         decode_values: self.decode_values,
                         records_for: self.records_for.as_ref(),
+                        decompressed_limit: self.decompressed_limit,
                         fallback: &mut fb,
                     };
                     decode::decode_batch(&data, position, &mut ctx, &mut fresh)?;
@@ -299,7 +303,7 @@ fn selection(records_for: Option<Vec<i64>>) -> Option<HashSet<u64>> {
 #[pymethods]
 impl Decoder {
     #[new]
-    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, decode_values, snapshot, records_for))]
+    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, decode_values, snapshot, records_for, decompressed_limit))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -312,6 +316,7 @@ impl Decoder {
         decode_values: bool,
         snapshot: bool,
         records_for: Option<Vec<i64>>,
+        decompressed_limit: usize,
     ) -> PyResult<Decoder> {
         state(py)?;
         Ok(Decoder {
@@ -325,6 +330,7 @@ impl Decoder {
                 decode_values,
                 snapshot,
                 selection(records_for),
+                decompressed_limit,
             ),
             source: PyString::new(py, source).unbind(),
             failed: false,
@@ -371,7 +377,7 @@ fn lossy_utf8(data: &[u8]) -> String {
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
-    m.add("API", 5)?;
+    m.add("API", 6)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;

@@ -35,8 +35,11 @@ its start, else the offset after the previous batch). Nothing is fatal unless `s
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import re
 import struct
+from collections import deque
 from collections.abc import Generator, Iterable, Iterator
 from typing import BinaryIO, NamedTuple, Protocol
 
@@ -65,6 +68,15 @@ DEFAULT_MAX_BATCH_SIZE = 64 * 1024 * 1024
 MAX_RAW_BYTES = 1024 * 1024
 # How far into a file whose first batch cannot be framed to look for a valid batch (the largest KRaft batch).
 RESYNC_WINDOW = 8 * 1024 * 1024
+# While searching for the next valid batch, the CRCs of candidates may cost at most this many times the bytes of the
+# stream up to the candidate's end (counted over the whole stream); past it the search stops (reported).
+RESYNC_CRC_FACTOR = 8
+# Records of one batch that may fail to frame before the rest of the batch is taken as garbage: one problem each up
+# to here, then one for the rest (a records area of zero bytes would otherwise be one problem per byte).
+MAX_UNFRAMED_RECORDS = 100
+# The problems of one kind a file lists one by one; past this they are counted, and one problem at the end of the
+# file gives the count (`read_batches`).
+MAX_PROBLEMS_OF_A_KIND = 1000
 _CHUNK = 1024 * 1024
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -95,22 +107,47 @@ class _Readable(Protocol):
     def read(self, n: int = -1, /) -> bytes: ...
 
 
-class _Pushback:
-    """A stream with bytes already read from it put back in front."""
+class _Stream:
+    """The stream a scan reads from, with bytes already read put back in front of it (`unread`), each byte copied
+    once however often bytes are put back; and where the stream ends, once a read has found its end."""
 
-    __slots__ = ("_head", "_stream")
+    __slots__ = ("_at", "_parts", "_stream", "end", "read_from_stream")
 
-    def __init__(self, head: bytes, stream: _Readable) -> None:
-        self._head = head
+    def __init__(self, stream: _Readable, start_position: int) -> None:
         self._stream = stream
+        self._parts: deque[bytes] = deque()
+        self._at = 0  # read so far of _parts[0]
+        self.read_from_stream = start_position  # the file position after the last byte read from the stream
+        self.end: int | None = None  # the file position of the stream's end, once known
+
+    def unread(self, data: bytes) -> None:
+        if self._parts and self._at:
+            self._parts[0] = self._parts[0][self._at :]
+        self._at = 0
+        if data:
+            self._parts.appendleft(data)
 
     def read(self, n: int = -1, /) -> bytes:
-        if not self._head:
-            return self._stream.read(n)
+        if not self._parts:
+            return self._from_stream(n)
         if n < 0:
-            data, self._head = self._head + self._stream.read(), b""
-        else:
-            data, self._head = self._head[:n], self._head[n:]
+            rest = [self._parts[0][self._at :], *list(self._parts)[1:]]
+            self._parts.clear()
+            self._at = 0
+            return b"".join(rest) + self._from_stream(-1)
+        head = self._parts[0]
+        data = head[self._at : self._at + n]
+        self._at += len(data)
+        if self._at >= len(head):
+            self._parts.popleft()
+            self._at = 0
+        return data
+
+    def _from_stream(self, n: int) -> bytes:
+        data = self._stream.read(n)
+        self.read_from_stream += len(data)
+        if n < 0 or (n > 0 and not data):
+            self.end = self.read_from_stream
         return data
 
 
@@ -177,11 +214,15 @@ class _Framer:
     file's name at its start, then after each batch)."""
 
     def __init__(self, stream: _Readable, source: str, start_position: int, max_batch_size: int) -> None:
-        self.reader = stream
+        self.reader = _Stream(stream, start_position)
         self.source = source
+        self.start = start_position
         self.pos = start_position
         self.max_batch_size = max_batch_size
         self.next_offset = first_offset_from_name(source) if start_position == 0 else None
+        self.crc_spent = 0  # bytes checksummed for candidates while searching for a valid batch (`_candidate_at`)
+        self.crc_checked = 0  # how many candidates that was
+        self.gave_up = ""  # why the last search stopped before its window's end, if it did
 
     def frames(self) -> Iterator[Frame | Problem]:
         first = self.pos == 0
@@ -204,7 +245,7 @@ class _Framer:
 
     def _skip(self, found: int, window: bytearray) -> None:
         """Go on `found` bytes further, where a valid batch starts; `window` holds the bytes read ahead."""
-        self.reader = _Pushback(bytes(window[found:]), self.reader)
+        self.reader.unread(bytes(window[found:]))
         self.pos += found
         self.next_offset = None
 
@@ -239,12 +280,12 @@ class _Framer:
             self.pos += size
             self.next_offset = _offset_after(data)
             return True
-        found, window = _look_ahead(data, self.reader, self.max_batch_size)
+        found, window = self._look_ahead(data)
         if found is None:
             yield self._problem(ProblemKind.NOT_A_METADATA_LOG,
                                 f"not a KRaft metadata log: the first bytes are not a v2 record batch (base offset "
-                                f"{base_offset}, length {batch_length}, magic {magic}) and no valid batch starts in "
-                                f"the first {min(len(window), RESYNC_WINDOW)} bytes",
+                                f"{base_offset}, length {batch_length}, magic {magic}) and "
+                                f"{self._searched(window)}",
                                 self.next_offset, bytes(window[:MAX_RAW_BYTES]))
             return False
         yield _corrupt_start(head, self.max_batch_size, found, _OFFSET.unpack_from(window, found)[0], self.source,
@@ -284,7 +325,7 @@ class _Framer:
         why = (f"batch length {batch_length} is below the minimum of {MIN_BATCH_LENGTH}"
                if batch_length < MIN_BATCH_LENGTH
                else f"batch length {batch_length} is above the limit of {self.max_batch_size - LOG_OVERHEAD}")
-        found, window = _look_ahead(head, self.reader, self.max_batch_size)
+        found, window = self._look_ahead(head)
         if found is not None:
             return (yield from self._resync_or_stop(ProblemKind.BATCH_TOO_SHORT, f"{why}; the length cannot be "
                                                     "trusted", base_offset, head, (found, window)))
@@ -293,28 +334,135 @@ class _Framer:
         if batch_length >= MIN_BATCH_LENGTH and left < size and head[16] == CURRENT_MAGIC:
             yield self._problem(ProblemKind.TRUNCATED_TAIL,
                                 f"Found {left} invalid bytes at the end of {self.source or 'the input'} "
-                                f"(a batch declaring {size} bytes)", base_offset, raw)
+                                f"(a batch declaring {size} bytes){self._gave_up_note()}", base_offset, raw)
             return False
         zeros = " (all zero: preallocated or unflushed space)" if not raw.strip(b"\x00") else ""
         yield self._problem(ProblemKind.BATCH_TOO_SHORT,
                             f"{why}; the length cannot be trusted and no valid batch follows, so the remaining {left} "
-                            f"bytes of the file are not decoded{zeros}", base_offset, raw)
+                            f"bytes of the file are not decoded{zeros}{self._gave_up_note()}", base_offset, raw)
         return False
 
     def _resync_or_stop(self, kind: ProblemKind, why: str, offset: int, data: bytes,
                         looked: tuple[int | None, bytearray] | None = None) -> Generator[Problem, None, bool]:
         """The bytes from here to the next valid batch are a `kind` problem, and the scan goes on there; with no
         valid batch ahead, the rest of the file is the problem and the scan stops."""
-        found, window = looked if looked is not None else _look_ahead(data, self.reader, self.max_batch_size)
+        found, window = looked if looked is not None else self._look_ahead(data)
         if found is None:
             left = len(window) + _drain(self.reader, 0)[1]
-            yield self._problem(kind, f"{why}; the remaining {left} bytes are not decoded", offset,
+            yield self._problem(kind, f"{why}; the remaining {left} bytes are not decoded{self._gave_up_note()}", offset,
                                 bytes(window[:MAX_RAW_BYTES]))
             return False
         yield self._problem(kind, f"{why}, so the {found} bytes before byte {self.pos + found}, where the next valid "
                             "batch starts, are not decoded", offset, bytes(window[: min(found, MAX_RAW_BYTES)]))
         self._skip(found, window)
         return True
+
+
+    # ---- the search for the next valid batch (linear in the bytes it reads) ----
+
+    def _look_ahead(self, data: bytes) -> tuple[int | None, bytearray]:
+        """`data` (read from a place where no batch can be framed) and the bytes after it, and the first position
+        after 0 in them, below `RESYNC_WINDOW`, where a valid batch starts (None when there is none, or when the
+        search gave up: `gave_up` says why). The bytes are read as the search goes, at least `RESYNC_WINDOW` of
+        them (when the stream has them) when nothing is found."""
+        window = bytearray(data)
+        self.gave_up = ""
+        found = None
+        p, step = 1, 64 * 1024
+        while p < RESYNC_WINDOW and found is None:
+            region_end = min(p + step, RESYNC_WINDOW)
+            self._fill(window, region_end + RECORD_BATCH_OVERHEAD)
+            found = self._search(window, p, region_end)
+            if self.gave_up or region_end + RECORD_BATCH_OVERHEAD > len(window):
+                break  # the stream ends within this region
+            p, step = region_end, step * 2
+        if found is None and not self.gave_up:
+            self._fill(window, RESYNC_WINDOW)  # what the problem reports as searched
+        return found, window
+
+    def _searched(self, window: bytearray) -> str:
+        """What the last search found nothing in."""
+        return self.gave_up or f"no valid batch starts in the first {min(len(window), RESYNC_WINDOW)} bytes"
+
+    def _gave_up_note(self) -> str:
+        return f" ({self.gave_up})" if self.gave_up else ""
+
+    def _fill(self, window: bytearray, size: int) -> None:
+        if len(window) < size:
+            window += _read(self.reader, size - len(window))
+
+    def _search(self, window: bytearray, p: int, region_end: int) -> int | None:
+        """The first position in [p, region_end) of `window` where a valid batch starts. Candidates are found by a
+        pattern of the header bytes they need (`_candidates`, in C), then checked one by one (`_candidate_at`)."""
+        while p < region_end:
+            pattern = _candidates(self._longest_batch(p))
+            m = pattern.search(window, p, min(len(window), region_end - 1 + _PATTERN_SPAN))
+            if m is None:
+                return None
+            p = m.start()
+            verdict = self._candidate_at(window, p)
+            if verdict is None:
+                return None  # gave up
+            if verdict:
+                return p
+            p += 1
+        return None
+
+    def _longest_batch(self, p: int) -> int:
+        """The largest size a batch starting `p` bytes ahead can have: `max_batch_size`, or less near the end of the
+        stream once it is known."""
+        end = self.reader.end
+        return self.max_batch_size if end is None else min(self.max_batch_size, end - (self.pos + p))
+
+    def _candidate_at(self, window: bytearray, p: int) -> bool | None:
+        """Whether a valid v2 batch (its CRC matching) starts at `p` of `window`; None when checking its CRC would
+        make the search's cost pass `RESYNC_CRC_FACTOR` times the bytes of the stream up to its end (the search
+        stops: `gave_up`). Reads the candidate's bytes into `window` (not when the stream is known to end first),
+        each byte once: the CRCs are what could be repeated, so they are what is bounded."""
+        base_offset, batch_length = _PREFIX.unpack_from(window, p)
+        size = batch_length + LOG_OVERHEAD
+        end = p + size
+        if base_offset < 0 or size < RECORD_BATCH_OVERHEAD or size > self.max_batch_size:
+            return False
+        self._fill(window, p + RECORD_BATCH_OVERHEAD)
+        if p + RECORD_BATCH_OVERHEAD > len(window):
+            return False
+        attributes, last_delta = struct.unpack_from(">hi", window, p + CRC_START)
+        count = struct.unpack_from(">i", window, p + 57)[0]
+        if attributes & 0x07 >= len(CODEC_NAMES) or attributes & ~_ATTRIBUTE_BITS or last_delta < 0 or count < 0:
+            return False
+        if size > self._longest_batch(p):
+            return False  # the stream ends before the candidate does (known without reading)
+        self._fill(window, end)
+        if end > len(window):
+            return False
+        if self.crc_spent + size > RESYNC_CRC_FACTOR * (self.pos + end - self.start):
+            self.gave_up = (f"the search for a valid batch stopped at byte {self.pos + p}: the CRCs of "
+                            f"{self.crc_checked} candidates checked so far cost {self.crc_spent} bytes, and this "
+                            f"one's {size} more would pass {RESYNC_CRC_FACTOR} times the bytes up to its end")
+            return None
+        self.crc_spent += size
+        self.crc_checked += 1
+        with memoryview(window) as view:
+            return _crc_matches(view[p:end])
+
+
+def _candidate_pattern(longest: int) -> re.Pattern[bytes]:
+    """The header bytes a batch of at most `longest` bytes needs at its start, as a lookahead that matches at each
+    such position: base offset ≥ 0, batch length ≤ `longest - 12` (its first byte), magic 2, attributes with a
+    known codec and no unused bit, last offset delta ≥ 0, record count ≥ 0. A superset of the candidates
+    `_candidate_at` accepts."""
+    top = max(0, min(0x7F, (longest - LOG_OVERHEAD) >> 24))
+    low = b"".join(re.escape(bytes([b])) for b in range(_ATTRIBUTE_BITS + 1) if b & 0x07 < len(CODEC_NAMES))
+    return re.compile(rb"(?=[\x00-\x7f].{7}[\x00-" + re.escape(bytes([top])) + rb"].{7}\x02.{4}\x00[" + low
+                      + rb"][\x00-\x7f].{33}[\x00-\x7f])", re.DOTALL)
+
+
+# The attribute bits Kafka uses (codec, timestamp type, transactional, control, delete horizon); a header with
+# another one set is no batch Kafka wrote, and not taken as the place to resume after corrupt bytes.
+_ATTRIBUTE_BITS = 0x7F
+_PATTERN_SPAN = 58  # the bytes `_candidate_pattern` looks at from a candidate's start
+_candidates = functools.lru_cache(maxsize=None)(_candidate_pattern)
 
 
 def _plausible_start(head: bytes, max_batch_size: int) -> bool:
@@ -329,50 +477,6 @@ def _offset_after(data: bytes) -> int | None:
     if len(data) < RECORD_BATCH_OVERHEAD:
         return None
     return int(_OFFSET.unpack_from(data)[0]) + int(struct.unpack_from(">i", data, 23)[0]) + 1
-
-
-def _look_ahead(data: bytes, reader: _Readable, max_batch_size: int) -> tuple[int | None, bytearray]:
-    """`data` (read from a place where no batch can be framed) topped up to `RESYNC_WINDOW` bytes from the stream,
-    and the first position in it after 0 where a valid batch starts (None when there is none)."""
-    window = bytearray(data)
-    if len(window) < RESYNC_WINDOW:
-        window += _read(reader, RESYNC_WINDOW - len(window))
-    return _resync(window, reader, max_batch_size), window
-
-
-def _resync(window: bytearray, reader: _Readable, max_batch_size: int) -> int | None:
-    """The first position in (0, RESYNC_WINDOW) of `window` (bytes read ahead from a place where framing failed)
-    where a v2 batch with a matching CRC starts, or None. Reads more of the stream into `window` only to check a
-    candidate's CRC."""
-    limit = RESYNC_WINDOW + HEADER_SIZE_UP_TO_MAGIC - 1  # magic bytes of candidates at positions < RESYNC_WINDOW
-    magic_at = window.find(CURRENT_MAGIC, HEADER_SIZE_UP_TO_MAGIC, limit)
-    while magic_at >= 0:
-        p = magic_at - (HEADER_SIZE_UP_TO_MAGIC - 1)
-        if _candidate_at(window, p, reader, max_batch_size):
-            return p
-        magic_at = window.find(CURRENT_MAGIC, magic_at + 1, limit)
-    return None
-
-
-def _candidate_at(window: bytearray, p: int, reader: _Readable, max_batch_size: int) -> bool:
-    base_offset, batch_length = _PREFIX.unpack_from(window, p)
-    end = p + batch_length + LOG_OVERHEAD
-    if base_offset < 0 or batch_length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD or end - p > max_batch_size:
-        return False
-    if p + RECORD_BATCH_OVERHEAD > len(window):
-        window += _read(reader, p + RECORD_BATCH_OVERHEAD - len(window))
-        if p + RECORD_BATCH_OVERHEAD > len(window):
-            return False
-    attributes, last_delta = struct.unpack_from(">hi", window, p + CRC_START)
-    count = struct.unpack_from(">i", window, p + 57)[0]
-    if attributes & 0x07 >= len(CODEC_NAMES) or last_delta < 0 or count < 0:
-        return False
-    if end > len(window):
-        window += _read(reader, end - len(window))
-        if end > len(window):
-            return False
-    with memoryview(window) as view:
-        return _crc_matches(view[p:end])
 
 
 def _corrupt_start(head: bytes, max_batch_size: int, skipped: int, next_base: int, source: str, pos: int,
@@ -465,12 +569,14 @@ def parse_header(data: bytes, position: int = 0, crc_ok: bool | None = None) -> 
 
 def decode_batch(
     data: bytes, position: int = 0, source: str = "", decode_values: bool = True,
-    records_for: frozenset[int] | None = None,
+    records_for: frozenset[int] | None = None, decompressed_limit: int = codecs.DEFAULT_LIMIT,
 ) -> list[Batch | Problem]:
     """Decode one whole batch (its bytes from `baseOffset` on): its problems, then the batch if it has a header.
 
     `records_for` (api keys): keep only control records and the metadata records of these types (`wanted`); the
     others are framed (their framing problems are still found) but neither kept nor value-decoded.
+    `decompressed_limit`: the most bytes a compressed records area may decompress to; past it the batch keeps no
+    records and gets a `decompression_limit` problem.
     """
     problems: list[Batch | Problem] = []
     if len(data) < RECORD_BATCH_OVERHEAD:
@@ -498,9 +604,16 @@ def decode_batch(
                                 bytes(view)))
     batch = Batch(header, [], source)
     try:
-        records_area = codecs.decompress(header.codec, view[RECORD_BATCH_OVERHEAD:])
+        records_area = codecs.decompress(header.codec, view[RECORD_BATCH_OVERHEAD:], decompressed_limit)
     except codecs.UnknownCodecError as e:
         problems.append(Problem(ProblemKind.UNKNOWN_CODEC, f"{e}; records not decoded", source, position,
+                                header.base_offset, bytes(view)))
+        return [*problems, batch]
+    except codecs.DecompressionLimitError as e:
+        problems.append(Problem(ProblemKind.DECOMPRESSION_LIMIT,
+                                f"{header.codec_name} records area decompresses to more than the limit of {e.limit} "
+                                f"bytes ({len(view) - RECORD_BATCH_OVERHEAD} bytes compressed); records not "
+                                "decoded (the limit is the `decompressed_limit` option)", source, position,
                                 header.base_offset, bytes(view)))
         return [*problems, batch]
     except codecs.CodecError as e:
@@ -551,6 +664,7 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
     p = 0
     i = 0
     overran = False
+    unframed = 0  # records skipped or with bytes left over: past MAX_UNFRAMED_RECORDS the batch is taken as garbage
     while count < 0 or i < count:
         if p >= end:
             if count >= 0:
@@ -576,6 +690,14 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
             overran = True
             break
         body_end = p + length
+        if unframed >= MAX_UNFRAMED_RECORDS:
+            problems.append(Problem(ProblemKind.RECORD_OVERRUN,
+                                    f"{unframed} records of this batch did not frame (see the problems before); the "
+                                    f"remaining {end - start} bytes of its records, from record #{i} at "
+                                    f"{where(start)}, are not decoded", source, position, guess,
+                                    bytes(buf[start : min(end, start + MAX_RAW_BYTES)])))
+            overran = True
+            break
         try:
             record, q = _parse_record(buf, p, body_end, header, log_append)
         except _Overrun:
@@ -584,17 +706,20 @@ def _decode_records(batch: Batch, buf: bytes, problems: list[Batch | Problem], d
                                     "record skipped", source, position, guess, bytes(buf[start:body_end])))
             p = body_end
             i += 1
+            unframed += 1
             continue
         except _BadRecord as e:
             problems.append(Problem(ProblemKind.BAD_RECORD, f"record #{i} at {where(start)}: {e}; record skipped",
                                     source, position, guess, bytes(buf[start:body_end])))
             p = body_end
             i += 1
+            unframed += 1
             continue
         if q != body_end:
             problems.append(Problem(ProblemKind.TRAILING_BYTES,
                                     f"{body_end - q} bytes left after the body of record #{i} at {where(start)}",
                                     source, position, record.offset, bytes(buf[q:body_end])))
+            unframed += 1
         if not wanted(record, control, records_for):
             p = body_end
             i += 1
@@ -883,10 +1008,12 @@ def read_batches(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     snapshot: bool = False,
     records_for: frozenset[int] | None = None,
+    decompressed_limit: int = codecs.DEFAULT_LIMIT,
 ) -> Iterator[Batch | Problem]:
     """Decode a stream of batches into `Batch` and `Problem` items in file order, one batch in memory at a time.
 
-    `records_for`: see `decode_batch` (each batch keeps its header as read, with its `records_count`).
+    `records_for`, `decompressed_limit`: see `decode_batch` (each batch keeps its header as read, with its
+    `records_count`). A stream lists at most `MAX_PROBLEMS_OF_A_KIND` problems of one kind (`limit_problems`).
 
     `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
     `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
@@ -896,25 +1023,51 @@ def read_batches(
     if native.enabled():
         items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
                                     max_batch_size=max_batch_size, resync_window=RESYNC_WINDOW, snapshot=snapshot,
-                                    records_for=records_for)
+                                    records_for=records_for, decompressed_limit=decompressed_limit)
     else:
         items = _decode_frames(iter_batch_frames(stream, source, start_position, max_batch_size), source,
-                               decode_values, records_for)
+                               decode_values, records_for, decompressed_limit)
         if snapshot:
             items = check_snapshot(items, source)
-    for item in items:
+    for item in limit_problems(items, source):
         if strict and isinstance(item, Problem):
             raise DecodeError(item)
         yield item
 
 
 def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool,
-                   records_for: frozenset[int] | None = None) -> Iterator[Batch | Problem]:
+                   records_for: frozenset[int] | None = None,
+                   decompressed_limit: int = codecs.DEFAULT_LIMIT) -> Iterator[Batch | Problem]:
     for frame in frames:
         if isinstance(frame, Problem):
             yield frame
         else:
-            yield from decode_batch(frame.data, frame.position, source, decode_values, records_for)
+            yield from decode_batch(frame.data, frame.position, source, decode_values, records_for,
+                                    decompressed_limit)
+
+
+def limit_problems(items: Iterable[Batch | Problem], source: str,
+                   most: int = MAX_PROBLEMS_OF_A_KIND) -> Iterator[Batch | Problem]:
+    """The items with at most `most` problems of each kind; the others of a kind are counted, and one problem of
+    that kind at the end says how many there were and where the first and last were. A file of a million corrupt
+    batches then makes a few thousand problems, not a million (each keeping its raw bytes)."""
+    seen: dict[ProblemKind, int] = {}
+    unlisted: dict[ProblemKind, list[Problem]] = {}  # [first, last] past `most`
+    counts: dict[ProblemKind, int] = {}
+    for item in items:
+        if isinstance(item, Problem):
+            n = seen[item.kind] = seen.get(item.kind, 0) + 1
+            if n > most:
+                ends = unlisted.setdefault(item.kind, [item, item])
+                ends[1] = item
+                counts[item.kind] = n - most
+                continue
+        yield item
+    for kind, (first, last) in unlisted.items():
+        yield Problem(kind, f"{counts[kind]} more {kind.value} problems in {source or 'the input'} after the first "
+                      f"{most} are not listed one by one: the first of them at byte {first.position} (offset "
+                      f"{first.offset}), the last at byte {last.position} (offset {last.offset})", source,
+                      first.position, first.offset)
 
 
 def read_file(path: str, strict: bool = False, *, snapshot: bool | None = None,

@@ -12,7 +12,8 @@
 Decompression is lenient where Kafka's readers are: several concatenated gzip members / lz4 frames / zstd frames,
 a plain raw snappy block where the xerial header is missing, and repeated xerial headers. Every failure is a
 `CodecError` (an `UnknownCodecError` for a codec id outside 0..4); output is limited to `limit` bytes so a
-corrupt or hostile batch cannot exhaust memory.
+corrupt or hostile batch cannot exhaust memory (a `DecompressionLimitError` once it is passed; the output grows in
+steps of at most about 2 MiB past the limit before that is noticed).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 XERIAL_BLOCK_SIZE = 32 * 1024  # snappy-java SnappyOutputStream default block size
 
-# Far above anything a KRaft writer makes (8 MiB batches); a bound against decompression bombs.
-DEFAULT_LIMIT = 512 * 1024 * 1024
+# Decompressed bytes allowed per batch: eight times the largest batch a KRaft writer makes (8 MiB), far above what
+# metadata records compress from; a bound against decompression bombs (a 3 KB zstd batch can hold 100 MiB of zeros).
+DEFAULT_LIMIT = 64 * 1024 * 1024
 
 
 class CodecError(Exception):
@@ -46,6 +48,14 @@ class UnknownCodecError(CodecError):
     def __init__(self, codec: int) -> None:
         super().__init__(f"unknown compression codec id {codec} (known: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
         self.codec = codec
+
+
+class DecompressionLimitError(CodecError):
+    """The data decompresses to more than the limit allowed (`limit`, in bytes)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"decompressed data exceeds the limit of {limit} bytes")
+        self.limit = limit
 
 
 def codec_id(codec: int | str) -> int:
@@ -62,7 +72,7 @@ def codec_id(codec: int | str) -> int:
 
 def _check_limit(size: int, limit: int | None) -> None:
     if limit is not None and size > limit:
-        raise CodecError(f"decompressed data exceeds the limit of {limit} bytes")
+        raise DecompressionLimitError(limit)
 
 
 # ---- gzip ----------------------------------------------------------------------------------------------------
@@ -93,9 +103,10 @@ def _gunzip(data: bytes, limit: int | None) -> bytes:
 # ---- snappy --------------------------------------------------------------------------------------------------
 
 
-def _unsnappy_raw(block: bytes, limit: int | None) -> bytes:
+def _unsnappy_raw(block: bytes, limit: int | None, before: int = 0) -> bytes:
+    """One raw snappy block; `before`: the bytes the blocks before it made (against `limit`)."""
     try:
-        _check_limit(int(cramjam.snappy.decompress_raw_len(block)), limit)
+        _check_limit(before + int(cramjam.snappy.decompress_raw_len(block)), limit)
         return bytes(cramjam.snappy.decompress_raw(block))
     except CodecError:
         raise
@@ -125,7 +136,7 @@ def _unsnappy(data: bytes, limit: int | None) -> bytes:
         pos += 4
         if size < 0 or pos + size > n:
             raise CodecError(f"xerial snappy chunk of {size} bytes runs past the end of the data")
-        chunk = _unsnappy_raw(data[pos : pos + size], None if limit is None else limit - total)
+        chunk = _unsnappy_raw(data[pos : pos + size], limit, total)
         total += len(chunk)
         out.append(chunk)
         pos += size
@@ -182,7 +193,7 @@ def _lz4(data: bytes) -> bytes:
 # ---- zstd ----------------------------------------------------------------------------------------------------
 
 
-_ZSTD_SLICE = 2048  # input fed per step, so output can be checked against the limit as it grows
+_ZSTD_SLICE = 64  # input fed per step, so output is checked against the limit as it grows (64 bytes: about 2 MiB)
 
 
 def _unzstd(data: bytes, limit: int | None) -> bytes:

@@ -122,7 +122,8 @@ def replay_sources(
 
 _DECODER_KINDS = {
     "not_a_metadata_log", "unreadable_file", "truncated_tail", "bad_magic", "batch_too_short", "bad_crc",
-    "unknown_codec", "decompression_failed", "record_overrun", "trailing_bytes", "record_count_mismatch",
+    "unknown_codec", "decompression_failed", "decompression_limit", "record_overrun", "trailing_bytes",
+    "record_count_mismatch",
     "bad_record", "unknown_api_key", "unknown_version", "unknown_control_type", "bad_text_line",
     "unknown_tagged_field", "snapshot_no_header", "snapshot_no_footer",
 }

@@ -59,8 +59,8 @@ _FRAMING = frozenset([
 
 # Decoder findings inside a batch at which the tool, iterating the batch's records, throws.
 _FATAL_IN_BATCH = frozenset([
-    ProblemKind.RECORD_OVERRUN, ProblemKind.DECOMPRESSION_FAILED, ProblemKind.UNKNOWN_CODEC,
-    ProblemKind.TRAILING_BYTES, ProblemKind.RECORD_COUNT_MISMATCH,
+    ProblemKind.RECORD_OVERRUN, ProblemKind.DECOMPRESSION_FAILED, ProblemKind.DECOMPRESSION_LIMIT,
+    ProblemKind.UNKNOWN_CODEC, ProblemKind.TRAILING_BYTES, ProblemKind.RECORD_COUNT_MISMATCH,
 ])
 
 

@@ -61,6 +61,7 @@ class ProblemKind(str, Enum):
     BAD_CRC = "bad_crc"
     UNKNOWN_CODEC = "unknown_codec"
     DECOMPRESSION_FAILED = "decompression_failed"
+    DECOMPRESSION_LIMIT = "decompression_limit"  # the records area decompresses to more than the limit allowed
     RECORD_OVERRUN = "record_overrun"  # a record runs past the end of its batch
     TRAILING_BYTES = "trailing_bytes"  # bytes left after the last record of a batch, or after a record body
     RECORD_COUNT_MISMATCH = "record_count_mismatch"

@@ -26,7 +26,7 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
-API = 5  # the extension's `API`: an extension built from other sources (older or newer) is not used
+API = 6  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
 
 def _load() -> tuple[Any, str | None]:
@@ -130,12 +130,14 @@ def read_batches(
     resync_window: int,
     snapshot: bool = False,
     records_for: frozenset[int] | None = None,
+    decompressed_limit: int,
 ) -> Iterator[Batch | Problem]:
     """`batch.read_batches` (without `strict`, which the caller applies) through the extension; the caller passes
     its `RESYNC_WINDOW` as it is at the call (tests change it)."""
     name_offset = first_offset_from_name(source) if start_position == 0 else None
     return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, resync_window,
-                             decode_values, snapshot, None if records_for is None else sorted(records_for)))
+                             decode_values, snapshot, None if records_for is None else sorted(records_for),
+                             decompressed_limit))
 
 
 def record_extras(records: list[Record]) -> list[tuple[str | None, bytes | None]] | None:
