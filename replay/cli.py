@@ -45,8 +45,15 @@ def _print_summary(summary: Any) -> None:
         print(line, file=sys.stderr)
 
 
+def _warn_secrets(args: argparse.Namespace, where: str) -> None:
+    if args.show_secrets:
+        print(f"warning: --show-secrets: SCRAM salts and keys and password configs are {where} as the log holds "
+              "them; keep the output as safe as the dumps", file=sys.stderr)
+
+
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
     summary = ProblemSummary()
+    _warn_secrets(args, "printed")
     if args.format == "dump-log":
         return _inspect_dump_log(args, out, summary)
     sources, ignored = discover(args.paths)
@@ -58,7 +65,7 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
         batches = records = 0
         types: dict[str, int] = {}
         first = last = None
-        for item in read_source(source):
+        for item in read_source(source, show_secrets=args.show_secrets):
             if isinstance(item, Problem):
                 summary.add(item)
                 if args.format == "json":
@@ -118,7 +125,7 @@ def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> in
               "code; --format dump-log renders .log and .checkpoint files", file=sys.stderr)
         return EXIT_USAGE
     renderer = dumplog.DumpLogRenderer(variant=args.variant, skip_record_metadata=args.skip_record_metadata,
-                                       on_problem=summary.add)
+                                       on_problem=summary.add, show_secrets=args.show_secrets)
     told = 0
     for line in renderer.render_files(paths):
         out.write(line + "\n")
@@ -212,10 +219,11 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.ingest import IngestError, StrictIngestError, ingest
 
+    _warn_secrets(args, "stored in the lake")
     lake = _lake(args, create=True)
     try:
         report = ingest(lake.spark, args.paths, cluster=args.cluster, lake=lake, strict=args.strict,
-                        progress=not args.no_progress)
+                        progress=not args.no_progress, show_secrets=args.show_secrets)
     except StrictIngestError as err:
         print(f"kraft-replay ingest: {err}", file=sys.stderr)
         print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
@@ -466,6 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which kafka-dump-log to imitate (4.0: Scala <=4.0, 4.1: Scala 4.1-4.2, 4.3: Java 4.3+)")
     p.add_argument("--skip-record-metadata", action="store_true", help="as kafka-dump-log --skip-record-metadata")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any input problem is found")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="print SCRAM credentials and password configs as the log holds them (redacted by default)")
     p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("acls", help="the ACLs as of an offset or a time, from files or from a lake")
@@ -487,6 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
     p.add_argument("--no-replay", action="store_true", help="only ingest; replay later with `kraft-replay replay`")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="store SCRAM credentials and password configs in the lake as the log holds them (by default "
+                        "`payload_json` and `raw_value` hold a redaction marker in their place)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("replay", help="bring a cluster's replay tables up to date with the lake (after ingest "

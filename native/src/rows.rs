@@ -9,6 +9,9 @@ use sha2::{Digest, Sha256};
 
 use crate::schema::Schemas;
 
+/// `secrets.MAY_HOLD_SECRETS`: the api keys of ConfigRecord and UserScramCredentialRecord.
+const MAY_HOLD_SECRETS: [i64; 2] = [4, 11];
+
 /// `ingest.IDENTITY_BYTES`: the identity is the first 16 bytes of the sha256.
 const IDENTITY_BYTES: usize = 16;
 
@@ -38,7 +41,7 @@ pub fn record_hash(offset: i64, key: Option<&[u8]>, value: Option<&[u8]>) -> [u8
 
 /// `ingest._payload_json` for a record whose value decoded: the metadata payload, or the control body of a type
 /// with a JSON form. None where Python must say (no decoded data, transaction markers, a value that does not
-/// decode here).
+/// decode here, a record type that may hold a secret).
 fn payload_json(schemas: &Schemas, control_type: Option<i64>, value: &[u8]) -> Option<String> {
     match control_type {
         Some(ct) => {
@@ -48,6 +51,9 @@ fn payload_json(schemas: &Schemas, control_type: Option<i64>, value: &[u8]) -> O
         }
         None => {
             let d = schemas.decode_metadata(value).ok()?;
+            if MAY_HOLD_SECRETS.contains(&d.api_key?) {
+                return None; // Python renders it, from the record's data: a redaction marker is no base64
+            }
             let sid = schemas.metadata.get(&d.api_key?)?.struct_id;
             Some(schemas.payload_json(&d.type_name, sid, d.version, &d.data))
         }

@@ -43,7 +43,7 @@ from collections import deque
 from collections.abc import Generator, Iterable, Iterator
 from typing import BinaryIO, NamedTuple, Protocol
 
-from . import codecs, native
+from . import codecs, native, secrets
 from .crc import crc32c
 from .files import first_offset_from_name
 from .message import (
@@ -1009,11 +1009,13 @@ def read_batches(
     snapshot: bool = False,
     records_for: frozenset[int] | None = None,
     decompressed_limit: int = codecs.DEFAULT_LIMIT,
+    show_secrets: bool = False,
 ) -> Iterator[Batch | Problem]:
     """Decode a stream of batches into `Batch` and `Problem` items in file order, one batch in memory at a time.
 
     `records_for`, `decompressed_limit`: see `decode_batch` (each batch keeps its header as read, with its
     `records_count`). A stream lists at most `MAX_PROBLEMS_OF_A_KIND` problems of one kind (`limit_problems`).
+    SCRAM credentials and password configs come redacted (`secrets`) unless `show_secrets`.
 
     `snapshot=True` (a whole snapshot or bootstrap file, read from its start) adds the structure problems
     `snapshot_no_header` and `snapshot_no_footer` (`check_snapshot`). With `strict=True` the first problem raises
@@ -1032,6 +1034,8 @@ def read_batches(
     for item in limit_problems(items, source):
         if strict and isinstance(item, Problem):
             raise DecodeError(item)
+        if not show_secrets and isinstance(item, Batch):
+            secrets.redact_batch(item)
         yield item
 
 

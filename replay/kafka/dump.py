@@ -44,29 +44,29 @@ _SNAPSHOT_KINDS = (SourceKind.SNAPSHOT, SourceKind.BOOTSTRAP)
 
 
 def read_source(source: SourceFile, strict: bool = False,
-                records_for: frozenset[int] | None = None) -> Iterator[Batch | Problem]:
+                records_for: frozenset[int] | None = None, show_secrets: bool = False) -> Iterator[Batch | Problem]:
     """Decode one file of a dump, whatever its kind, as batches and problems in file order.
 
     Snapshots and `bootstrap.checkpoint` (and snapshot sections of dump-log text) also get their structure
     problems, `snapshot_no_header` and `snapshot_no_footer`, in their own stream. With `strict=True` the first
     problem raises `batch.DecodeError`. `records_for`: see `batch.decode_batch` (binary files only; dump-log text
-    is always read whole).
+    is always read whole). Secrets come redacted unless `show_secrets` (`secrets`).
     """
     if source.kind == SourceKind.DUMP_LOG_TEXT:
-        for item in read_text_sections(source.path):
+        for item in read_text_sections(source.path, show_secrets):
             if isinstance(item, Problem) and strict:
                 raise batch_reader.DecodeError(item)
             if isinstance(item, Batch | Problem):
                 yield item
         return
     yield from batch_reader.read_file(source.path, strict=strict, snapshot=source.kind in _SNAPSHOT_KINDS,
-                                      records_for=records_for)
+                                      records_for=records_for, show_secrets=show_secrets)
 
 
-def read_text_sections(path: str) -> Iterator[dumplog.Section | Batch | Problem]:
+def read_text_sections(path: str, show_secrets: bool = False) -> Iterator[dumplog.Section | Batch | Problem]:
     """A kafka-dump-log text file: each `Section` (a dumped file) before the batches and problems that are its."""
     with open(path, encoding="utf-8", errors="replace") as text:
-        yield from dumplog.parse_text_sections(text, path)
+        yield from dumplog.parse_text_sections(text, path, show_secrets)
 
 
 def discover(paths: Iterable[str]) -> tuple[list[SourceFile], list[str]]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from . import batch as batch_reader
-from . import kafkajson, message, schemas, writer
+from . import kafkajson, message, schemas, secrets, writer
 from .batch import SnapshotStructure
 from .files import first_offset_from_name
 from .model import CODEC_NAMES, CONTROL_TYPES, Batch, BatchHeader, Problem, ProblemKind, Record
@@ -116,11 +116,13 @@ class DumpLogRenderer:
     is added by `finish()`, as the tool prints it after all files). `problems` collects what the decoder
     reported. When the real tool would die (a batch length under 14 with bytes left, an undecodable control
     record, a name it cannot parse), rendering stops there: the line being printed is yielded as far as the
-    tool printed it, `failed` holds the reason and later files print nothing, as with the tool.
+    tool printed it, `failed` holds the reason and later files print nothing, as with the tool. Unlike the tool,
+    it prints SCRAM credentials and password configs redacted unless `show_secrets` (`secrets`).
     """
 
     variant: str = "4.3"
     skip_record_metadata: bool = False
+    show_secrets: bool = False
     cwd: str | None = None  # for the absolute paths of the stderr report; default os.getcwd()
     stderr: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
@@ -219,7 +221,7 @@ class DumpLogRenderer:
         valid = 0
         last_offset = -1
         pending: list[Problem] = []  # the decoder reports a batch's problems before the batch
-        items = batch_reader.read_file(path, strict=False)
+        items = batch_reader.read_file(path, strict=False, show_secrets=self.show_secrets)
         for item in items:
             if isinstance(item, Problem):
                 self._note(item)
@@ -458,21 +460,25 @@ def render_file(
     variant: str = "4.3",
     skip_record_metadata: bool = False,
     problems: Callable[[Problem], None] | None = None,
+    show_secrets: bool = False,
 ) -> Iterator[str]:
-    """The stdout lines of `kafka-dump-log --cluster-metadata-decoder --files path` for one file.
+    """The stdout lines of `kafka-dump-log --cluster-metadata-decoder --files path` for one file (secrets redacted
+    unless `show_secrets`).
 
     `problems`, when given, is called with each decoder problem as it is found. For the stderr lines
     (non-consecutive offsets, unknown files, a failure) use `DumpLogRenderer`.
     """
-    renderer = DumpLogRenderer(variant=variant, skip_record_metadata=skip_record_metadata, on_problem=problems)
+    renderer = DumpLogRenderer(variant=variant, skip_record_metadata=skip_record_metadata, on_problem=problems,
+                               show_secrets=show_secrets)
     yield from renderer.render(path)
 
 
 def render_files(
-    paths: Iterable[str], variant: str = "4.3", skip_record_metadata: bool = False, stderr: list[str] | None = None
+    paths: Iterable[str], variant: str = "4.3", skip_record_metadata: bool = False, stderr: list[str] | None = None,
+    show_secrets: bool = False,
 ) -> Iterator[str]:
     """`--files a,b,c`: stdout lines of the whole run; stderr lines go to `stderr` when given."""
-    renderer = DumpLogRenderer(variant=variant, skip_record_metadata=skip_record_metadata)
+    renderer = DumpLogRenderer(variant=variant, skip_record_metadata=skip_record_metadata, show_secrets=show_secrets)
     if stderr is not None:
         renderer.stderr = stderr
     yield from renderer.render_files(paths)
@@ -534,11 +540,12 @@ class Section:
 DumpSection = Section
 
 
-def parse_text_sections(stream_or_lines: IO[str] | Iterable[str], source: str) -> Iterator[Section | Batch | Problem]:
+def parse_text_sections(stream_or_lines: IO[str] | Iterable[str], source: str,
+                        show_secrets: bool = False) -> Iterator[Section | Batch | Problem]:
     """`parse_text`'s items with each `Section` before the first item that belongs to it, so that a caller can
     route every file's batches and problems (log, snapshot with its end offset and epoch, bootstrap). A section's
     facts from its header line may arrive after its marker: read them when the section is over."""
-    reader = DumpTextReader(source)
+    reader = DumpTextReader(source, show_secrets)
     seen = 0
     for item in reader.read(stream_or_lines):
         while seen < len(reader.sections):
@@ -589,11 +596,13 @@ class DumpTextReader:
     With `--skip-record-metadata` text, record offsets are base offset + index, timestamps the batch's
     timestamp, and control records (printed as empty lines) have `control_type` -1 (`UNKNOWN`) and no data.
     A section dumping a snapshot or `bootstrap.checkpoint` gets `snapshot_no_header` before its first batch and
-    `snapshot_no_footer` when it ends (`batch.SnapshotStructure`), while it is still `section`.
+    `snapshot_no_footer` when it ends (`batch.SnapshotStructure`), while it is still `section`. Secrets in the
+    text (SCRAM credentials, password configs) come redacted unless `show_secrets` (`secrets`).
     """
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, show_secrets: bool = False) -> None:
         self.source = source
+        self.show_secrets = show_secrets
         self.sections: list[Section] = []
         self._batch: _OpenBatch | None = None
         self._structure: SnapshotStructure | None = None  # the current section's, when it is a snapshot
@@ -615,6 +624,13 @@ class DumpTextReader:
                        position=position, offset=offset, line=lineno)
 
     def read(self, lines: Iterable[str]) -> Iterator[Batch | Problem]:
+        items = self._read(lines)
+        for item in items:
+            if not self.show_secrets and isinstance(item, Batch):
+                secrets.redact_batch(item)
+            yield item
+
+    def _read(self, lines: Iterable[str]) -> Iterator[Batch | Problem]:
         lineno = 0
         for lineno, raw in enumerate(lines, 1):
             text = raw.rstrip("\r\n")
@@ -821,7 +837,8 @@ class DumpTextReader:
             yield dataclasses.replace(problem, line=line)
 
 
-def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str) -> Iterator[Batch | Problem]:
+def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str,
+               show_secrets: bool = False) -> Iterator[Batch | Problem]:
     """Read `kafka-dump-log --cluster-metadata-decoder` text back into batches and problems, in text order.
 
     `source` names the text (for problems). Each batch's `source` is the path its `Dumping` line names; for the
@@ -830,7 +847,7 @@ def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str) -> Iterato
     problem read from the text has its `line`; findings about a dumped file name that file, the batch's byte
     position in it and the offset when the text gives them.
     """
-    yield from DumpTextReader(source).read(stream_or_lines)
+    yield from DumpTextReader(source, show_secrets).read(stream_or_lines)
 
 
 # ---- inspect --format json --------------------------------------------------------------------------------------

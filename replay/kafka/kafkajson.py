@@ -32,6 +32,7 @@ from replay.kafka.schemas import (
     MessageSchema,
     Struct,
 )
+from replay.kafka.secrets import MARKER_RE, RedactedBytes
 
 __all__ = [
     "CONTROL_TAIL_LABELS",
@@ -123,7 +124,10 @@ def _render_scalar(kind: str, v: Any, out: list[str]) -> None:
         text = java_double(f)
         out.append(f'"{text}"' if math.isnan(f) or math.isinf(f) else text)
     elif kind == "bytes":
-        out.append('"' + base64.b64encode(bytes(v)).decode("ascii") + '"')
+        if isinstance(v, RedactedBytes):
+            out.append(jackson_string(v.marker_text()))
+        else:
+            out.append('"' + base64.b64encode(bytes(v)).decode("ascii") + '"')
     else:
         raise KafkaJsonError(f"unsupported type {kind}")
 
@@ -270,6 +274,8 @@ def _parse_scalar(kind: str, v: Any, where: str) -> Any:
     if kind == "bytes":
         if not isinstance(v, str):
             raise KafkaJsonError(f"{where}: expected base64 text, got {v!r}")
+        if MARKER_RE.fullmatch(v):  # a secret we printed redacted (`secrets`)
+            return RedactedBytes(v.encode("ascii"))
         try:
             return base64.b64decode(v, validate=True)
         except (binascii.Error, ValueError) as e:

@@ -216,6 +216,7 @@ class PlannedFile:
     local_path: str | None = None
     start: int = 0  # a piece of a large file: the batches that START in [start, end) (see decode_piece)
     end: int | None = None  # None: the whole file
+    show_secrets: bool = False  # keep SCRAM credentials and password configs (`replay.kafka.secrets`)
 
     @property
     def name(self) -> str:
@@ -641,7 +642,8 @@ def decode_rows(entry: PlannedFile, stream: IO[bytes]) -> Iterator[tuple[Any, ..
     else:
         # a whole snapshot is checked for its header and footer here; a split one by the replay, from its rows
         items = batch_reader.read_batches(cast(BinaryIO, stream), entry.uri,
-                                          snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value))
+                                          snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value),
+                                          show_secrets=entry.show_secrets)
     position: int | None = entry.start
     ends = _file_ends(base)
     try:
@@ -727,7 +729,7 @@ def decode_piece(stream: BinaryIO, entry: PlannedFile) -> Iterator[Batch | Probl
     a, b = bounds
     stream.seek(a)
     limited = cast(BinaryIO, io.BufferedReader(_Limited(stream, b - a), buffer_size=1024 * 1024))
-    yield from batch_reader.read_batches(limited, entry.uri, start_position=a)
+    yield from batch_reader.read_batches(limited, entry.uri, start_position=a, show_secrets=entry.show_secrets)
 
 
 def _splittable(f: PlannedFile) -> bool:
@@ -753,7 +755,7 @@ def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) ->
     from replay.kafka import dumplog
 
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-    reader = dumplog.DumpTextReader(entry.uri)
+    reader = dumplog.DumpTextReader(entry.uri, entry.show_secrets)
     for item in reader.read(text):
         section = reader.section  # the section the item belongs to (read before the next one opens)
         here = dict(base)
@@ -1220,6 +1222,7 @@ def ingest(
     *,
     ingest_id: str | None = None,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
+    show_secrets: bool = False,
 ) -> IngestReport:
     """Read dumps under `paths` into `lake`'s metadata_records and quarantine tables for `cluster`.
 
@@ -1227,7 +1230,10 @@ def ingest(
     (default `./lakehouse`). `strict`: any problem in the input raises `StrictIngestError` and nothing is written.
     `progress`: a bar of files and bytes decoded, and status lines, on stderr. `split_bytes`: local segment and
     snapshot files larger than this are decoded in pieces of about this size by parallel tasks, smaller pieces when
-    cores would otherwise be idle (`split_for_cores`; 0: never split).
+    cores would otherwise be idle (`split_for_cores`; 0: never split). `show_secrets`: store SCRAM credentials and
+    password configs as the log holds them; by default `payload_json` and `raw_value` hold a redaction marker in
+    their place (`replay.kafka.secrets`; the content hash is taken over the redacted value, so it still tells copies
+    with different secrets apart), and a warning is logged when they are kept.
     Raises `IngestError` when there is nothing to read. Returns what was read and written.
     """
     started = time.monotonic()
@@ -1241,6 +1247,10 @@ def ingest(
 
     progress_ui.say(f"ingest {report.ingest_id}: listing {', '.join(map(str, path_list))}", progress)
     plan, ignored = plan_files(spark, [str(p) for p in path_list])
+    if show_secrets:
+        log.warning("ingest %s keeps SCRAM credentials and password configs in the lake %s as the log holds them",
+                    report.ingest_id, lake.location)
+        plan = [dataclasses.replace(f, show_secrets=True) for f in plan]
     report.ignored = ignored
     if not plan:
         raise IngestError(

@@ -231,11 +231,35 @@ def oracle(request: pytest.FixtureRequest, corpus: dict[str, str]) -> tuple[bool
 def test_stdout_equals_kafka_line_for_line(oracle: tuple[bool, list[str], list[str]],
                                            corpus: dict[str, str]) -> None:
     skip, theirs, _ = oracle
-    ours = list(dumplog.render_files([corpus[k] for k in ORDER], "4.3", skip))
+    ours = list(dumplog.render_files([corpus[k] for k in ORDER], "4.3", skip, show_secrets=True))
     assert len(theirs) > 100
     for i, (a, b) in enumerate(zip(theirs, ours, strict=False)):
         assert b == a, f"line {i + 1} differs"
     assert len(ours) == len(theirs)
+
+
+@pytest.mark.jvm
+def test_secrets_are_the_only_difference_by_default(oracle: tuple[bool, list[str], list[str]],
+                                                    corpus: dict[str, str]) -> None:
+    """Without `show_secrets` the lines are Kafka's but for the SCRAM credentials and password configs, each
+    replaced by a marker (`replay.kafka.secrets`); the value's size is the redacted value's."""
+    skip, theirs, _ = oracle
+    ours = list(dumplog.render_files([corpus[k] for k in ORDER], "4.3", skip))
+    assert len(ours) == len(theirs)
+    changed = [(a, b) for a, b in zip(theirs, ours, strict=True) if a != b]
+    scram = [(a, b) for a, b in changed if "USER_SCRAM_CREDENTIAL_RECORD" in a]
+    assert scram or skip  # the corpus holds SCRAM records (their payload is printed unless metadata is skipped)
+    for a, b in changed:
+        assert "USER_SCRAM_CREDENTIAL_RECORD" in a or "CONFIG_RECORD" in a, a
+        secrets_in_a = re.findall(r'"(?:salt|storedKey|serverKey|value)":"([^"]*)"', a)
+        assert secrets_in_a and "(redacted " in b
+        for secret in secrets_in_a:
+            assert f'"{secret}"' not in b or secret == "", (secret, b)
+        def same_but_secrets(line: str) -> str:
+            line = re.sub(r"valueSize: \d+", "valueSize: _", line)
+            return re.sub(r'"(salt|storedKey|serverKey|value)":"[^"]*"', r'"\1":_', line)
+
+        assert same_but_secrets(a) == same_but_secrets(b)
 
 
 @pytest.mark.jvm
@@ -253,7 +277,7 @@ def test_nonconsecutive_report_equals_kafka(corpus: dict[str, str]) -> None:
     paths = [corpus["gaps"], corpus["segment"], corpus["snapshot"]]
     theirs_out, theirs_err = run_kafka(paths, False)
     err: list[str] = []
-    assert list(dumplog.render_files(paths, stderr=err)) == theirs_out
+    assert list(dumplog.render_files(paths, stderr=err, show_secrets=True)) == theirs_out
     assert err == theirs_err
     assert any("is followed by" in line for line in err)
 
@@ -592,11 +616,12 @@ def test_cli_dump_log_over_several_files_equals_kafka(corpus: dict[str, str], ca
         theirs_out, theirs_err = run_kafka(paths, False)
         capsys.readouterr()
         out = io.StringIO()
-        assert cli.main(["inspect", "--format", "dump-log", *paths], out) == 0
+        assert cli.main(["inspect", "--format", "dump-log", "--show-secrets", *paths], out) == 0
         err = capsys.readouterr().err.splitlines()
         assert out.getvalue().splitlines() == theirs_out
+        assert err[0].startswith("warning: --show-secrets: SCRAM salts and keys and password configs are printed")
         summary_at = next(i for i, line in enumerate(err) if re.fullmatch(r"\d+ problem\(s\): .*", line))
-        assert err[:summary_at] == theirs_err  # our problem summary follows what the tool prints
+        assert err[1:summary_at] == theirs_err  # our problem summary follows what the tool prints
 
 
 @pytest.mark.jvm
