@@ -206,6 +206,8 @@ def simulate(ops: Iterable[dict[str, Any]]) -> Iterator[ExpectedCheckpoint]:
             live.update(AclBinding(**a) for a in op["acls"])
         elif op["op"] == "delete":
             live = {b for b in live if not any(filter_matches(f, b) for f in op["filters"])}
+        elif op["op"] == "scram":
+            pass  # a SCRAM user (`itrun.SCRAM_USER`): no ACL changes
         else:
             raise ValueError(f"unknown op {op['op']!r}")
 

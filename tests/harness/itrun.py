@@ -83,10 +83,16 @@ class KafkaRun:
         return self._dumps[path.resolve()]
 
 
+# A SCRAM user the history creates, so that the broker's log holds a credential (issue 18: redaction).
+SCRAM_USER = {"op": "scram", "user": "harness-user", "mechanism": "SCRAM-SHA-256", "password": "harness-secret-1",
+              "iterations": 8192}
+
+
 def run_once(work: Path, profile: str = "medium", seed: int = DEFAULT_SEED, config: BrokerConfig = IT_CONFIG) -> KafkaRun:
     """Format a broker in `work`, play the (profile, seed) history, stop the broker; return what it left."""
     t0 = time.monotonic()
     ops = generate(profile, seed)
+    ops.insert(1, SCRAM_USER)  # after the first checkpoint: the log then holds a SCRAM credential to redact
     ops_path = write_ops(ops, work / "history.jsonl")
     broker = KafkaBroker(work, config)
     with broker:

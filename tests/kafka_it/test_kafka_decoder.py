@@ -24,17 +24,43 @@ BATCH_LINE = re.compile(
 )
 
 
-def _ours(path: str, skip_record_metadata: bool = False) -> list[str]:
+def _ours(path: str, skip_record_metadata: bool = False, show_secrets: bool = True) -> list[str]:
     from replay.kafka.dumplog import render_file
 
-    return [line.rstrip("\n") for line in render_file(path, skip_record_metadata=skip_record_metadata)]
+    return [line.rstrip("\n") for line in render_file(path, skip_record_metadata=skip_record_metadata,
+                                                       show_secrets=show_secrets)]
 
 
 def test_render_file_matches_kafka_dump_log(kafka_run: KafkaRun) -> None:
-    """`kraft-replay inspect --format dump-log` is byte-for-byte Kafka 4.3's DumpLogSegments, on every file."""
+    """`kraft-replay inspect --format dump-log --show-secrets` is byte-for-byte Kafka 4.3's DumpLogSegments, on every
+    file."""
     for f in kafka_run.dump_files():
         path = str(f.resolve())
         assert _ours(path) == kafka_run.kafka_dump(f).splitlines(), f.name
+
+
+def test_the_scram_credential_the_broker_wrote_is_redacted(kafka_run: KafkaRun) -> None:
+    """The history creates a SCRAM user (`itrun.SCRAM_USER`): Kafka's tool prints its salt, stored key and server
+    key; by default we print markers instead, and every other line as Kafka does (issue 18 item 3)."""
+    from replay.kafka import secrets
+
+    seen = 0
+    for f in kafka_run.dump_files():
+        theirs = kafka_run.kafka_dump(f).splitlines()
+        ours = _ours(str(f.resolve()), show_secrets=False)
+        assert len(ours) == len(theirs), f.name
+        for a, b in zip(theirs, ours, strict=True):
+            if "USER_SCRAM_CREDENTIAL_RECORD" not in a:
+                assert a == b, f.name
+                continue
+            seen += 1
+            values = re.findall(r'"(?:salt|storedKey|serverKey)":"([^"]+)"', a)
+            assert len(values) == 3 and '"name":"harness-user"' in a
+            for value in values:
+                assert value not in b
+            assert len(re.findall(r'"(?:salt|storedKey|serverKey)":"\(redacted [0-9a-f]{12}\)"', b)) == 3
+            assert secrets.MARKER_RE.search(b)
+    assert seen >= 1  # in the log, and in every snapshot taken after it
 
 
 def test_render_file_skip_record_metadata_matches_kafka(kafka_run: KafkaRun) -> None:
@@ -48,11 +74,12 @@ def test_cli_inspect_dump_log_matches_kafka(kafka_run: KafkaRun) -> None:
 
     for f in [kafka_run.segments()[0], kafka_run.snapshots()[-1]]:
         out = io.StringIO()
-        assert main(["inspect", "--format", "dump-log", str(f.resolve())], out=out) == 0
+        assert main(["inspect", "--format", "dump-log", "--show-secrets", str(f.resolve())], out=out) == 0
         assert out.getvalue() == kafka_run.kafka_dump(f), f.name
     # and the real command line, once
     f = kafka_run.segments()[-1]
-    proc = subprocess.run([sys.executable, "-m", "replay.cli", "inspect", "--format", "dump-log", str(f.resolve())],
+    proc = subprocess.run([sys.executable, "-m", "replay.cli", "inspect", "--format", "dump-log", "--show-secrets",
+                           str(f.resolve())],
                           capture_output=True, text=True, encoding="utf-8", check=True)
     assert proc.stdout == kafka_run.kafka_dump(f)
 

@@ -49,6 +49,9 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.CreateAclsResult;
 import org.apache.kafka.clients.admin.DeleteAclsResult;
 import org.apache.kafka.clients.admin.QuorumInfo;
+import org.apache.kafka.clients.admin.ScramCredentialInfo;
+import org.apache.kafka.clients.admin.ScramMechanism;
+import org.apache.kafka.clients.admin.UserScramCredentialUpsertion;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AccessControlEntryFilter;
@@ -199,6 +202,17 @@ public final class AclHistoryDriver {
                         cp.flush();
                         checkpoints++;
                         continue;
+                    }
+                    case "scram": {
+                        // a SCRAM user, so that the log holds a credential (salt, stored and server key)
+                        String user = op.path("user").asText();
+                        ScramCredentialInfo info = new ScramCredentialInfo(
+                                ScramMechanism.fromMechanismName(op.path("mechanism").asText()),
+                                op.path("iterations").asInt());
+                        admin.alterUserScramCredentials(List.of(
+                                new UserScramCredentialUpsertion(user, info, op.path("password").asText()))).all().get();
+                        result.put("user", user);
+                        break;
                     }
                     default:
                         throw new IllegalArgumentException("line " + lineNo + ": unknown op " + kind);
