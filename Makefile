@@ -5,7 +5,7 @@ PYTHON ?= python3
 STAMP := .venv-stamp
 NATIVE_STAMP := .native-stamp
 
-.PHONY: setup demo test test-fast lint bench bench-pipeline clean
+.PHONY: setup demo test test-fast lint bench bench-pipeline fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
@@ -22,7 +22,7 @@ demo: setup
 	kraft-replay demo
 
 # test-fast leaves out the slow parts, each under its own mark (registered in pyproject.toml).
-FAST := not kafka and not cluster and not property and not differential and not second_jvm and not slow
+FAST := not kafka and not cluster and not property and not differential and not second_jvm and not slow and not fuzz
 
 # Hypothesis draws the same examples every run under `make` (profile ci, tests/conftest.py), so a landing never
 # depends on a seed; `make test HYPOTHESIS_PROFILE=default` (or plain pytest) explores new ones.
@@ -48,6 +48,15 @@ SIZES ?= 250k
 CODECS ?= none
 bench-pipeline: setup
 	$(PYTHON) -m bench.bench_pipeline --sizes $(SIZES) --codecs $(CODECS)
+
+# Coverage-guided fuzzing of both decoders (tests/fuzz/decoder.py) for FUZZ_SECONDS; what grows the coverage is kept
+# in .fuzz-corpus/ (the next run starts from it), findings go to tests/fuzz/findings/, where a test replays them.
+FUZZ_SECONDS ?= 14400
+fuzz: setup
+	mkdir -p .fuzz-corpus .fuzz-seeds
+	$(PYTHON) -m tests.fuzz.decoder --seeds .fuzz-seeds
+	$(PYTHON) -m tests.fuzz.decoder -max_total_time=$(FUZZ_SECONDS) -timeout=1 -rss_limit_mb=1024 \
+		-print_final_stats=1 -artifact_prefix=tests/fuzz/findings/ .fuzz-corpus .fuzz-seeds
 
 clean:
 	rm -rf $(STAMP) $(NATIVE_STAMP) lakehouse demo-output spark-warehouse
