@@ -1031,11 +1031,16 @@ def read_batches(
                                decode_values, records_for, decompressed_limit)
         if snapshot:
             items = check_snapshot(items, source)
+    # only records of these types can hold a secret; a selection without them needs no look (`acls PATH`)
+    may_hold = secrets.MAY_HOLD_SECRETS
+    redact = not show_secrets and (records_for is None or not records_for.isdisjoint(may_hold))
     for item in limit_problems(items, source):
         if strict and isinstance(item, Problem):
             raise DecodeError(item)
-        if not show_secrets and isinstance(item, Batch):
-            secrets.redact_batch(item)
+        if redact and isinstance(item, Batch):
+            for record in item.records:  # `secrets.redact_batch`, inline: this loop sees every record decoded
+                if record.api_key in may_hold:
+                    secrets.redact_record(record)
         yield item
 
 

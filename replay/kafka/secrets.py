@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
 
 from replay.kafka.message import MessageError, encode_metadata_value
 from replay.kafka.model import Batch, Record
@@ -44,11 +43,13 @@ _DIGEST_SALT = b"kraft-acl-replay redaction"
 _DIGEST_ROUNDS = 10_000
 
 
+_SECRET_CONFIG_RE = re.compile(
+    r"(?:^|.*\.)(?:" + "|".join(re.escape(c) for c in sorted(PASSWORD_CONFIGS)) + r")$|.*\.password$|.*secret")
+
+
 def is_secret_config(name: str) -> bool:
     """Whether a config of this name holds a secret (see `PASSWORD_CONFIGS`)."""
-    if name in PASSWORD_CONFIGS or name.endswith(".password") or "secret" in name:
-        return True
-    return any(name.endswith("." + config) for config in PASSWORD_CONFIGS)
+    return _SECRET_CONFIG_RE.match(name) is not None
 
 
 def marker(secret: bytes | bytearray | str) -> str:
@@ -101,17 +102,8 @@ def redact_record(record: Record) -> bool:
 
 
 def redact_batch(batch: Batch) -> Batch:
-    """The batch with the secrets of its records replaced (in place); a control batch has none."""
-    if not batch.header.is_control:
-        for record in batch.records:
-            if record.api_key in MAY_HOLD_SECRETS:
-                redact_record(record)
+    """The batch with the secrets of its records replaced (in place); control records have no api key."""
+    for record in batch.records:
+        if record.api_key in MAY_HOLD_SECRETS:
+            redact_record(record)
     return batch
-
-
-def redact_items(items: Iterable[object]) -> Iterable[object]:
-    """`redact_batch` on every `Batch` among decoder items (problems pass as they are)."""
-    for item in items:
-        if isinstance(item, Batch):
-            redact_batch(item)
-        yield item
