@@ -36,7 +36,7 @@ from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
 from replay.spark.ordered import with_missing
-from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA, Lake
+from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA, Lake, sql_string
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
                   "marker_position", "gap_end", "hole_since_marker"]
@@ -328,7 +328,7 @@ def replace_predicate(table: str, plans: dict[str, Plan]) -> str:
     of them in the tables not listed in `_REPLACED_AFTER`)."""
     parts = []
     for p in plans.values():
-        here = "cluster_id = '" + p.cluster.replace("'", "''") + "'"
+        here = f"cluster_id = {sql_string(p.cluster)}"
         if p.resume_offset is not None and table in _REPLACED_AFTER:
             here += " AND " + _REPLACED_AFTER[table].format(q=int(p.resume_offset))
         parts.append(f"({here})")

@@ -1,5 +1,5 @@
 """Issue 18 item 6: cluster names, principals, resource names and lake paths are data, never code. Names full of
-quotes, backticks, semicolons, `--`, `../` and non-ASCII go through the CLI, the Python API and the SQL functions and
+quotes, backticks, backslashes, semicolons, `--`, `../` and non-ASCII go through the CLI, the Python API and the SQL functions and
 come back as they went in, with every table still there; the dump read stays exactly as it was (read-only)."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from replay.spark.tables import ACL_HISTORY, METADATA_RECORDS, Lake
 
 pytestmark = pytest.mark.spark
 
-CLUSTER = "it's `prod`; DROP TABLE metadata_records; -- ü/../../x"
+CLUSTER = "it's `prod`\\b; DROP TABLE metadata_records; -- ü/../../x"
 PRINCIPAL = "User:o'neil`x`\"; DROP TABLE acl_history; --日本"
 RESOURCE = "pay'ments; DELETE FROM anomalies --/../../etc/passwd ü`"
 READ = AclBinding.of("TOPIC", RESOURCE, "LITERAL", PRINCIPAL, "*", "READ", "ALLOW")
@@ -79,6 +79,11 @@ def test_names_full_of_sql_go_through_as_data(spark: Any, tmp_path: Path, capsys
     assert cli.main(["authorize", "--lake", lake_dir, "--cluster", CLUSTER, "--principal", PRINCIPAL, "--host",
                      "10.0.0.1", "--operation", "READ", "--topic", RESOURCE, "--format", "json"], out) == 0
     assert json.loads(out.getvalue())["decision"] == "ALLOWED"
+
+    # a full replay replaces this cluster's rows (its replaceWhere predicate quotes the name): none doubled
+    history = sorted(r.acl_id for r in lake.read(ACL_HISTORY).collect())
+    assert cli.main(["replay", "--lake", lake_dir, "--cluster", CLUSTER, "--full"], io.StringIO()) == 0
+    assert sorted(r.acl_id for r in lake.read(ACL_HISTORY).collect()) == history
 
     # every table is still there, holding this cluster's rows under its name as given
     assert lake.read(METADATA_RECORDS).where(F.col("cluster_id") == CLUSTER).count() == 3
