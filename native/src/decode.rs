@@ -711,6 +711,13 @@ impl Framer {
 
 // ---- batches ----------------------------------------------------------------------------------------------------
 
+/// What a records area decompresses to: the bytes, more than the limit, or the reason it does not.
+pub enum Fallback {
+    Ok(Vec<u8>),
+    Limit,
+    Bad(String),
+}
+
 pub struct Ctx<'a> {
     pub schemas: &'a Schemas,
     pub decode_values: bool,
@@ -718,8 +725,9 @@ pub struct Ctx<'a> {
     pub records_for: Option<&'a HashSet<u64>>,
     /// `decompressed_limit`: the most bytes a records area may decompress to
     pub decompressed_limit: usize,
-    /// Asks Python's `codecs.decompress` when ours fails: its output, or the message of its `CodecError`.
-    pub fallback: &'a mut dyn FnMut(i64, &[u8]) -> PyRes<Result<Vec<u8>, String>>,
+    /// Asks Python's `codecs.decompress` (with the limit) when ours fails: its output, past the limit, or the
+    /// message of its `CodecError`.
+    pub fallback: &'a mut dyn FnMut(i64, &[u8], usize) -> PyRes<Fallback>,
 }
 
 pub fn parse_header(data: &[u8], position: i64) -> Header {
@@ -825,43 +833,42 @@ pub fn decode_batch(data: &[u8], position: i64, ctx: &mut Ctx, out: &mut VecDequ
         out.push_back(Item::Batch(batch));
         return Ok(());
     } else {
-        match crate::codec::decompress(codec, body, ctx.decompressed_limit) {
-            Ok(area) => batch.area = area,
-            Err(crate::codec::Fail::Limit) => {
-                out.push_back(Item::Problem(prob(
-                    DECOMPRESSION_LIMIT,
-                    format!(
-                        "{} records area decompresses to more than the limit of {} bytes ({} bytes compressed); \
-                         records not decoded (the limit is the `decompressed_limit` option)",
-                        header.codec_name(),
-                        ctx.decompressed_limit,
-                        body.len()
-                    ),
-                    position,
-                    base,
-                    Some(view.to_vec()),
-                )));
-                out.push_back(Item::Batch(batch));
-                return Ok(());
+        // ours first; where it fails, Python's codecs (the reference) say what the bytes are
+        let outcome = match crate::codec::decompress(codec, body, ctx.decompressed_limit) {
+            Ok(area) => Fallback::Ok(area),
+            Err(crate::codec::Fail::Limit) => Fallback::Limit,
+            Err(crate::codec::Fail::Bad) => (ctx.fallback)(codec, body, ctx.decompressed_limit)?,
+        };
+        let problem = match outcome {
+            Fallback::Ok(area) => {
+                batch.area = area;
+                None
             }
-            Err(crate::codec::Fail::Bad) => match (ctx.fallback)(codec, body)? {
-                Ok(area) => batch.area = area,
-                Err(message) => {
-                    out.push_back(Item::Problem(prob(
-                        DECOMPRESSION_FAILED,
-                        format!(
-                            "{} records area does not decompress: {}; records not decoded",
-                            header.codec_name(),
-                            message
-                        ),
-                        position,
-                        base,
-                        Some(view.to_vec()),
-                    )));
-                    out.push_back(Item::Batch(batch));
-                    return Ok(());
-                }
-            },
+            Fallback::Limit => Some(prob(
+                DECOMPRESSION_LIMIT,
+                format!(
+                    "{} records area decompresses to more than the limit of {} bytes ({} bytes compressed); \
+                     records not decoded (the limit is the `decompressed_limit` option)",
+                    header.codec_name(),
+                    ctx.decompressed_limit,
+                    body.len()
+                ),
+                position,
+                base,
+                Some(view.to_vec()),
+            )),
+            Fallback::Bad(message) => Some(prob(
+                DECOMPRESSION_FAILED,
+                format!("{} records area does not decompress: {}; records not decoded", header.codec_name(), message),
+                position,
+                base,
+                Some(view.to_vec()),
+            )),
+        };
+        if let Some(p) = problem {
+            out.push_back(Item::Problem(p));
+            out.push_back(Item::Batch(batch));
+            return Ok(());
         }
     }
     decode_records(&mut batch, ctx, out);

@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyByteArray, PyBytes, PyString, PyType};
 
-use decode::{Ctx, Framer, Input, Item, Raw, Source, Structure};
+use decode::{Ctx, Fallback, Framer, Input, Item, Raw, Source, Structure};
 use pyout::{PyOut, SlotClass};
 use schema::{ControlSchema, FieldDef, HashMap, HashSet, Kind, MetaSchema, Schemas, StructDef, Versions};
 
@@ -254,14 +254,14 @@ impl Engine {
                 Raw::Problem(p) => fresh.push_back(Item::Problem(p)),
                 Raw::Frame(position, data) => {
                     let fallback = &st.fallback;
-                    let mut fb = |codec: i64, data: &[u8]| -> PyResult<Result<Vec<u8>, String>> {
-                        let r = fallback.call1(py, (codec, PyBytes::new(py, data)))?;
-                        let (ok, v): (bool, PyObject) = r.extract(py)?;
-                        if ok {
-                            Ok(Ok(v.bind(py).downcast::<PyBytes>()?.as_bytes().to_vec()))
-                        } else {
-                            Ok(Err(v.extract::<String>(py)?))
-                        }
+                    let mut fb = |codec: i64, data: &[u8], limit: usize| -> PyResult<Fallback> {
+                        let r = fallback.call1(py, (codec, PyBytes::new(py, data), limit))?;
+                        let (outcome, v): (String, PyObject) = r.extract(py)?;
+                        Ok(match outcome.as_str() {
+                            "ok" => Fallback::Ok(v.bind(py).downcast::<PyBytes>()?.as_bytes().to_vec()),
+                            "limit" => Fallback::Limit,
+                            _ => Fallback::Bad(v.extract::<String>(py)?),
+                        })
                     };
                     let mut ctx = Ctx {
                         schemas: &st.schemas,
@@ -377,7 +377,7 @@ fn lossy_utf8(data: &[u8]) -> String {
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
-    m.add("API", 6)?;
+    m.add("API", 7)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;

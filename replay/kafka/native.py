@@ -26,7 +26,7 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
-API = 6  # the extension's `API`: an extension built from other sources (older or newer) is not used
+API = 7  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
 
 def _load() -> tuple[Any, str | None]:
@@ -95,13 +95,15 @@ def _schema_table() -> tuple[list[list[tuple[Any, ...]]], list[tuple[Any, ...]],
     return structs, metadata, control
 
 
-def _codec_fallback(codec: int, data: bytes) -> tuple[bool, bytes | str]:
-    """What the Python codecs make of a records area the extension could not decompress: (True, the bytes) or
-    (False, the `CodecError` message)."""
+def _codec_fallback(codec: int, data: bytes, limit: int) -> tuple[str, bytes | str]:
+    """What the Python codecs make of a records area the extension could not decompress: ("ok", the bytes),
+    ("limit", the message) past `limit`, or ("bad", the `CodecError` message)."""
     try:
-        return True, codecs.decompress(codec, data)
+        return "ok", codecs.decompress(codec, data, limit)
+    except codecs.DecompressionLimitError as e:
+        return "limit", str(e)
     except codecs.CodecError as e:
-        return False, str(e)
+        return "bad", str(e)
 
 
 def _acl_names() -> list[dict[int, str]]:
