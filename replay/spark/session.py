@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import tempfile
 import zipfile
@@ -252,13 +253,27 @@ def safe_unions(spark: SparkSession) -> Iterator[None]:
 
 
 STEP_PROPERTY = "kraft.replay.step"
+# Crash-safety tests: the process kills itself (SIGKILL, nothing flushed or cleaned up) right after the step of this
+# name ends, or after its N-th run when written `name#N`. Never set outside tests.
+CRASH_AFTER_ENV = "KRAFT_REPLAY_CRASH_AFTER"
+_steps_run: dict[str, int] = {}
+
+
+def _crash_after(name: str) -> None:
+    target = os.environ.get(CRASH_AFTER_ENV)
+    if not target:
+        return
+    n = _steps_run[name] = _steps_run.get(name, 0) + 1
+    if target in (name, f"{name}#{n}"):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @contextmanager
 def step(spark: SparkSession, name: str) -> Iterator[None]:
     """Spark jobs started inside the block belong to step `name` of an ingest or replay: it is their description in
     the Spark UI (Delta replaces it on its own jobs) and the job property `kraft.replay.step` in the event log, which
-    the benchmark sums per step. Nothing where there is no SparkContext (Spark Connect, serverless)."""
+    the benchmark sums per step. Nothing where there is no SparkContext (Spark Connect, serverless). The crash-safety
+    test kills the process right after a step of its choice (`CRASH_AFTER_ENV`)."""
     try:
         sc = spark.sparkContext
         before = (sc.getLocalProperty(STEP_PROPERTY), sc.getLocalProperty("spark.job.description"))
@@ -266,9 +281,11 @@ def step(spark: SparkSession, name: str) -> Iterator[None]:
         sc.setJobDescription(name)
     except Exception:
         yield
+        _crash_after(name)
         return
     try:
         yield
     finally:
         sc.setLocalProperty(STEP_PROPERTY, before[0])  # type: ignore[arg-type]  # None removes the property
         sc.setJobDescription(before[1])  # type: ignore[arg-type]
+    _crash_after(name)
