@@ -1451,8 +1451,3 @@ def mismatch_message(end_offset: int, epoch: int, only_snap: list[str], only_log
             f"snapshot {sorted(only_snap)[:5]}, {len(only_log)} only in the log {sorted(only_log)[:5]}, "
             f"{len(changed)} with other content {sorted(changed)[:5]}; the snapshot is loaded")
 
-
-def iter_state_changes(result: ReplayResult) -> Iterator[tuple[int, AclEvent]]:
-    """Events in application order (offset, then sequence)."""
-    for event in sorted(result.events, key=lambda e: (e.offset, e.seq)):
-        yield event.offset, event
