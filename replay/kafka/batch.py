@@ -115,7 +115,7 @@ class _Stream:
 
     def __init__(self, stream: _Readable, start_position: int) -> None:
         self._stream = stream
-        self._parts: deque[bytes] = deque()
+        self._parts: deque[memoryview] = deque()  # views: trimming one on `unread` copies nothing
         self._at = 0  # read so far of _parts[0]
         self.read_from_stream = start_position  # the file position after the last byte read from the stream
         self.end: int | None = None  # the file position of the stream's end, once known
@@ -125,7 +125,7 @@ class _Stream:
             self._parts[0] = self._parts[0][self._at :]
         self._at = 0
         if data:
-            self._parts.appendleft(data)
+            self._parts.appendleft(memoryview(data))
 
     def read(self, n: int = -1, /) -> bytes:
         if not self._parts:
@@ -136,7 +136,7 @@ class _Stream:
             self._at = 0
             return b"".join(rest) + self._from_stream(-1)
         head = self._parts[0]
-        data = head[self._at : self._at + n]
+        data = bytes(head[self._at : self._at + n])
         self._at += len(data)
         if self._at >= len(head):
             self._parts.popleft()
@@ -356,7 +356,6 @@ class _Framer:
                             "batch starts, are not decoded", offset, bytes(window[: min(found, MAX_RAW_BYTES)]))
         self._skip(found, window)
         return True
-
 
     # ---- the search for the next valid batch (linear in the bytes it reads) ----
 
@@ -1031,16 +1030,13 @@ def read_batches(
                                decode_values, records_for, decompressed_limit)
         if snapshot:
             items = check_snapshot(items, source)
+    items = limit_problems(items, source)
     # only records of these types can hold a secret; a selection without them needs no look (`acls PATH`)
-    may_hold = secrets.MAY_HOLD_SECRETS
-    redact = not show_secrets and (records_for is None or not records_for.isdisjoint(may_hold))
-    for item in limit_problems(items, source):
+    if not show_secrets and (records_for is None or not records_for.isdisjoint(secrets.MAY_HOLD_SECRETS)):
+        items = secrets.redact_items(items)
+    for item in items:
         if strict and isinstance(item, Problem):
             raise DecodeError(item)
-        if redact and isinstance(item, Batch):
-            for record in item.records:  # `secrets.redact_batch`, inline: this loop sees every record decoded
-                if record.api_key in may_hold:
-                    secrets.redact_record(record)
         yield item
 
 

@@ -625,10 +625,7 @@ class DumpTextReader:
 
     def read(self, lines: Iterable[str]) -> Iterator[Batch | Problem]:
         items = self._read(lines)
-        for item in items:
-            if not self.show_secrets and isinstance(item, Batch):
-                secrets.redact_batch(item)
-            yield item
+        yield from items if self.show_secrets else secrets.redact_items(items)
 
     def _read(self, lines: Iterable[str]) -> Iterator[Batch | Problem]:
         lineno = 0

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from replay.kafka.message import MessageError, encode_metadata_value
 from replay.kafka.model import Batch, Record
 
+T = TypeVar("T")
+
 CONFIG_API_KEY = 4
 SCRAM_API_KEY = 11
-# The api keys of the records that may hold a secret: the only ones `redact_batch` looks into.
+# The api keys of the records that may hold a secret: the only ones `redact_items` looks into.
 MAY_HOLD_SECRETS = frozenset({CONFIG_API_KEY, SCRAM_API_KEY})
 SCRAM_SECRET_FIELDS = ("salt", "storedKey", "serverKey")
 
@@ -101,9 +105,13 @@ def redact_record(record: Record) -> bool:
     return True
 
 
-def redact_batch(batch: Batch) -> Batch:
-    """The batch with the secrets of its records replaced (in place); control records have no api key."""
-    for record in batch.records:
-        if record.api_key in MAY_HOLD_SECRETS:
-            redact_record(record)
-    return batch
+def redact_items(items: Iterable[T]) -> Iterator[T]:
+    """The decoders' items with the secrets of every batch's records replaced (in place; problems pass as they
+    are). One loop over all records, no call per batch: every record decoded goes through here."""
+    may_hold = MAY_HOLD_SECRETS
+    for item in items:
+        if isinstance(item, Batch):
+            for record in item.records:  # control records have no api key
+                if record.api_key in may_hold:
+                    redact_record(record)
+        yield item

@@ -68,7 +68,6 @@ def _run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 
 def test_cluster_mode_gives_the_same_tables_as_local_mode(tmp_path: Path) -> None:
-    pytest.importorskip("pyspark")
     from tests.harness.spark_cluster import StandaloneCluster
 
     log = synth.generate(4242, n_batches=50)
