@@ -726,7 +726,7 @@ class StandardAuthorizer:
                     elif eop in (op, _ALL):
                         deny.append(e.acl_id)  # DENY, and the never-created UNKNOWN/ANY permissions, deny
         if index is not None and index.malformed and any(b.malformed for b in buckets):
-            bad = self._first_malformed_before_deny(buckets, keys, h, op)
+            bad = self._first_malformed_before_deny(buckets, keys, h, op, name)
             if bad is not None:
                 return Explanation(ERROR, REASON_BAD_ACL, (bad,), True, h, "IllegalStateException")
         if deny:
@@ -736,10 +736,24 @@ class StandardAuthorizer:
         return Explanation(DENIED, REASON_NO_MATCH, (), True, h)
 
     @staticmethod
-    def _first_malformed_before_deny(buckets: list[_Bucket], keys: tuple[str, ...], h: str, op: int) -> str | None:
+    def _first_malformed_before_deny(buckets: list[_Bucket], keys: tuple[str, ...], h: str, op: int,
+                                     name: str) -> str | None:
         """Kafka evaluates candidates in its sort order and stops at the first matching DENY; evaluating an ACL
-        whose principal has no ``:`` throws. Returns that ACL's id if Kafka reaches one first."""
-        entries = sorted((e for b in buckets for e in b.entries()), key=_Entry.kafka_order)
+        whose principal has no ``:`` throws. Returns that ACL's id if Kafka reaches one first.
+
+        The order is not one global sort: Kafka first walks down from the requested name (its own ACLs and its
+        prefixes, names descending), and only then, in a second pass, the LITERAL ``*`` ACLs. The first walk only
+        passes ``*`` on its way when the name sorts at or above ``*``; for a name sorting below it -- in practice
+        the empty name -- the wildcard ACLs come after every other candidate (spec §1.7; checked on 4.3.1: a
+        principal-less ACL on name ``''`` throws even next to a matching LITERAL ``*`` DENY).
+        """
+        wildcard_last = _java_order(name) < _java_order(WILDCARD_RESOURCE)
+
+        def order(e: _Entry) -> tuple[Any, ...]:
+            second_pass = wildcard_last and e.pattern == _LITERAL and e.name == WILDCARD_RESOURCE
+            return (second_pass, *e.kafka_order())
+
+        entries = sorted((e for b in buckets for e in b.entries()), key=order)
         for e in entries:
             if e.malformed:
                 return e.acl_id

@@ -512,6 +512,26 @@ def test_malformed_stored_principal_is_an_error_like_kafka() -> None:
     assert e.result == "DENIED"  # other resource types are not scanned
 
 
+def test_malformed_acl_on_empty_name_is_reached_before_the_wildcard_deny() -> None:
+    """Differential seed 73263133: for the name '' Kafka walks the ACLs of '' itself before the LITERAL '*'
+    ones ('' sorts below '*'), so a principal-less ACL there throws even though a '*' DENY also matches."""
+    wild_deny = acl("*", op="ALL", perm="DENY", principal="User:admin", host="fe80:0:0:0:0:0:0:1%1")
+    bad = acl("", op="TWO_PHASE_COMMIT", perm="DENY", principal="", host="::1")
+    a = authz(wild_deny, bad)
+    with pytest.raises(AclStateError) as info:
+        ask(a, "", principal="User:admin", host="FE80::1%01")
+    assert info.value.java_class == "java.lang.IllegalStateException"
+    exp = a.explain("User:admin", "FE80::1%01", "READ", "TOPIC", "")
+    assert (exp.result, exp.reason, exp.error) == ("ERROR", "malformed stored ACL", "IllegalStateException")
+    # the host plays no part, and a PREFIXED '' ACL is walked before the wildcard too
+    b = authz(acl("*", op="ALL", perm="DENY", principal="User:admin"), acl("", pattern="PREFIXED", principal=""))
+    with pytest.raises(AclStateError):
+        ask(b, "", principal="User:admin")
+    # a name sorting above '*' meets the '*' DENY before the PREFIXED '' ACL: Kafka stops there
+    assert ask(b, "a", principal="User:admin") == "DENIED"
+    assert ask(b, "*", principal="User:admin") == "DENIED"
+
+
 def test_index_scales_without_scanning() -> None:
     a = StandardAuthorizer()
     for i in range(20000):

@@ -441,6 +441,28 @@ def test_unbindable_acls_against_kafka(oracle: AuthorizerOracle) -> None:
         assert [python_answer(py, q) for q in questions] == java, acls
 
 
+def test_empty_name_walks_its_own_acls_before_the_wildcard(oracle: AuthorizerOracle) -> None:
+    """Seed 73263133, scenario 68: for the resource name '' Kafka 4.3.1 evaluates the ACLs on '' (LITERAL and
+    PREFIXED) before the LITERAL '*' ones, so a principal-less ACL on '' throws IllegalStateException even
+    though a matching '*' DENY exists; for names sorting above '*' the DENY is met first."""
+    wild_deny = AclBinding("TOPIC", "*", "LITERAL", "User:admin", "fe80:0:0:0:0:0:0:1%1", "ALL", "DENY")
+    bad_literal = AclBinding("TOPIC", "", "LITERAL", "", "::1", "TWO_PHASE_COMMIT", "DENY")
+    bad_prefix = AclBinding("TOPIC", "", "PREFIXED", "", "*", "READ", "ALLOW")
+    questions = [("Q", "User:admin", "FE80::1%01", "READ", "TOPIC", "", "LITERAL"),
+                 ("Q", "User:admin", "10.0.0.1", "READ", "TOPIC", "", "LITERAL"),
+                 ("Q", "User:admin", "FE80::1%01", "READ", "TOPIC", "a", "LITERAL"),
+                 ("Q", "User:admin", "FE80::1%01", "READ", "TOPIC", "*", "LITERAL")]
+    for bad, expected in [(bad_literal, ["ERROR:IllegalStateException", "ERROR:IllegalStateException", "DENIED",
+                                         "DENIED"]),
+                          (bad_prefix, ["ERROR:IllegalStateException", "ERROR:IllegalStateException", "DENIED",
+                                        "DENIED"])]:
+        sc = Scenario(None, None, [("a0", wild_deny), ("a1", bad)])
+        java = oracle.send([*setup_commands(sc), *(question_command(q) for q in questions)])[-len(questions):]
+        py, _ = build_python(sc)
+        assert java == expected, bad
+        assert [python_answer(py, q) for q in questions] == java, bad
+
+
 def test_names_below_star_are_a_documented_difference() -> None:
     """DESIGN.md §7: Kafka's scan loops forever (k=1) or throws StringIndexOutOfBoundsException (k>=2) for a
     name starting below '*' that shares k characters with a non-prefix ACL name; we give the set-based answer."""
