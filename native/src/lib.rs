@@ -348,21 +348,146 @@ impl Decoder {
             return Ok(None);
         }
         let st = state(py)?;
-        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> PyResult<Option<PyObject>> {
-            match self.engine.next_item(py, st)? {
-                None => Ok(None),
-                Some(Item::Problem(p)) => Ok(Some(st.out.problem(py, &p, &self.source)?)),
-                Some(Item::Batch(b)) => Ok(Some(st.out.batch(py, &b, &self.source, &st.schemas)?)),
+        let (engine, source) = (&mut self.engine, &self.source);
+        guarded(&mut self.failed, || match engine.next_item(py, st)? {
+            None => Ok(None),
+            Some(item) => Ok(Some(item_object(py, st, item, source)?)),
+        })
+    }
+}
+
+fn item_object(py: Python<'_>, st: &State, item: Item, source: &Py<PyString>) -> PyResult<PyObject> {
+    match item {
+        Item::Problem(p) => st.out.problem(py, &p, source),
+        Item::Batch(b) => st.out.batch(py, &b, source, &st.schemas),
+    }
+}
+
+/// Runs one step of a decoder; a panic in it (a bug here) becomes a `RuntimeError` and marks the decoder failed.
+fn guarded<T>(failed: &mut bool, step: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)).unwrap_or_else(|panic| {
+        *failed = true;
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(pyo3::exceptions::PyRuntimeError::new_err(format!("kraft_replay_native failed: {}", why)))
+    })
+}
+
+/// The ingest's decoder: like `Decoder`, but the records of batches it can render itself come out as row chunks,
+/// `(rows, columns)` of Arrow buffers (`rows::RowBuilder`), of at most `max_rows` rows or about `max_bytes`; other
+/// batches (one that may hold a secret, say) and problems come out as `Batch` and `Problem` objects, in file order
+/// among themselves but as they come, not after the rows of earlier batches (so chunks stay full).
+/// `secret_config` is `secrets.is_secret_config` (asked once per config name), or None to keep secrets.
+/// `ordered`: everything in file order (the rows before an object come out first, in a smaller chunk).
+#[pyclass(module = "kraft_replay_native")]
+struct RowDecoder {
+    engine: Engine,
+    source: Py<PyString>,
+    failed: bool,
+    rows: rows::RowBuilder,
+    max_rows: usize,
+    max_bytes: usize,
+    secret_config: Option<PyObject>,
+    secret_names: HashMap<String, bool>,
+    ordered: bool,
+    waiting: Option<PyObject>,
+}
+
+#[pymethods]
+impl RowDecoder {
+    #[new]
+    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, snapshot, decompressed_limit, max_rows, max_bytes, secret_config, ordered))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        stream: PyObject,
+        source: &str,
+        name_offset: Option<i128>,
+        start_position: i64,
+        max_batch_size: i64,
+        resync_window: usize,
+        snapshot: bool,
+        decompressed_limit: usize,
+        max_rows: usize,
+        max_bytes: usize,
+        secret_config: Option<PyObject>,
+        ordered: bool,
+    ) -> PyResult<RowDecoder> {
+        state(py)?;
+        Ok(RowDecoder {
+            engine: Engine::new(
+                stream,
+                source,
+                name_offset,
+                start_position,
+                max_batch_size,
+                resync_window,
+                true,
+                snapshot,
+                None,
+                decompressed_limit,
+            ),
+            source: PyString::new(py, source).unbind(),
+            failed: false,
+            rows: rows::RowBuilder::new(),
+            max_rows,
+            max_bytes,
+            secret_config,
+            secret_names: HashMap::default(),
+            ordered,
+            waiting: None,
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        if let Some(obj) = self.waiting.take() {
+            return Ok(Some(obj));
+        }
+        if self.failed {
+            return Ok(None);
+        }
+        let st = state(py)?;
+        let (engine, source, rows, waiting) = (&mut self.engine, &self.source, &mut self.rows, &mut self.waiting);
+        let ordered = self.ordered;
+        let (max_rows, max_bytes) = (self.max_rows, self.max_bytes);
+        let (asker, known) = (&self.secret_config, &mut self.secret_names);
+        let mut secret = |name: &str| -> bool {
+            let Some(ask) = asker else { return false };
+            if let Some(answer) = known.get(name) {
+                return *answer;
             }
-        }));
-        step.unwrap_or_else(|panic| {
-            self.failed = true;
-            let why = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err(pyo3::exceptions::PyRuntimeError::new_err(format!("kraft_replay_native failed: {}", why)))
+            // an error asking counts as secret: Python then redacts it (or says why)
+            let answer = ask.call1(py, (name,)).and_then(|r| r.extract::<bool>(py)).unwrap_or(true);
+            known.insert(name.to_string(), answer);
+            answer
+        };
+        guarded(&mut self.failed, || loop {
+            let item = match engine.next_item(py, st)? {
+                None if rows.rows > 0 => return Ok(Some(rows.take(py)?)),
+                None => return Ok(None),
+                Some(item) => item,
+            };
+            if let Item::Batch(b) = &item {
+                if rows.add(b, st, &mut secret) {
+                    if rows.rows >= max_rows || rows.bytes >= max_bytes {
+                        return Ok(Some(rows.take(py)?));
+                    }
+                    continue;
+                }
+            }
+            let obj = item_object(py, st, item, source)?;
+            if ordered && rows.rows > 0 {
+                *waiting = Some(obj);
+                return Ok(Some(rows.take(py)?));
+            }
+            return Ok(Some(obj));
         })
     }
 }
@@ -377,10 +502,11 @@ fn lossy_utf8(data: &[u8]) -> String {
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
-    m.add("API", 7)?;
+    m.add("API", 8)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;
     m.add_class::<Decoder>()?;
+    m.add_class::<RowDecoder>()?;
     Ok(())
 }

@@ -41,7 +41,7 @@ import re
 import struct
 from collections import deque
 from collections.abc import Generator, Iterable, Iterator
-from typing import BinaryIO, NamedTuple, Protocol
+from typing import BinaryIO, NamedTuple, Protocol, TypeVar
 
 from . import codecs, native, secrets
 from .crc import crc32c
@@ -54,6 +54,8 @@ from .message import (
     unknown_tags_by_path,
 )
 from .model import CODEC_NAMES, Batch, BatchHeader, Problem, ProblemKind, Record
+
+T = TypeVar("T")
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -1021,6 +1023,7 @@ def read_batches(
     `DecodeError` instead of being yielded. Decodes through the compiled extension when it is installed
     (`native.enabled`); the items are the same.
     """
+    items: Iterable[Batch | Problem]
     if native.enabled():
         items = native.read_batches(stream, source, start_position=start_position, decode_values=decode_values,
                                     max_batch_size=max_batch_size, resync_window=RESYNC_WINDOW, snapshot=snapshot,
@@ -1030,14 +1033,44 @@ def read_batches(
                                decode_values, records_for, decompressed_limit)
         if snapshot:
             items = check_snapshot(items, source)
-    items = limit_problems(items, source)
+    return _finished(items, source, strict, records_for, show_secrets)
+
+
+def _finished(items: Iterable[T], source: str, strict: bool, records_for: frozenset[int] | None,
+              show_secrets: bool) -> Iterator[T | Problem]:
+    """What both decoders' items go through: the problems limited, the secrets redacted, strictness applied."""
+    limited = limit_problems(items, source)
     # only records of these types can hold a secret; a selection without them needs no look (`acls PATH`)
     if not show_secrets and (records_for is None or not records_for.isdisjoint(secrets.MAY_HOLD_SECRETS)):
-        items = secrets.redact_items(items)
-    for item in items:
+        limited = secrets.redact_items(limited)
+    for item in limited:
         if strict and isinstance(item, Problem):
             raise DecodeError(item)
         yield item
+
+
+def read_rows(
+    stream: BinaryIO,
+    source: str = "",
+    *,
+    start_position: int = 0,
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    snapshot: bool = False,
+    decompressed_limit: int = codecs.DEFAULT_LIMIT,
+    show_secrets: bool = False,
+    max_rows: int = 2048,
+    max_bytes: int = 16 * 1024 * 1024,
+    ordered: bool = False,
+) -> Iterator[Batch | Problem | native.RowChunk]:
+    """`read_batches` for the ingest when the compiled decoder is in use (`native.enabled()`): most batches' records
+    come as `native.RowChunk`s of Arrow buffers (at most `max_rows` rows, about `max_bytes`) instead of `Batch`
+    objects, not in file order with the rest unless `ordered`; the rest is as `read_batches` gives it (same
+    problems, same redaction). The rows are those the ingest makes of the `Batch` objects
+    (`tests/kafka/test_native_decoder.py` holds them equal)."""
+    items = native.read_rows(stream, source, start_position=start_position, max_batch_size=max_batch_size,
+                             resync_window=RESYNC_WINDOW, snapshot=snapshot, decompressed_limit=decompressed_limit,
+                             max_rows=max_rows, max_bytes=max_bytes, show_secrets=show_secrets, ordered=ordered)
+    return _finished(items, source, False, None, show_secrets)
 
 
 def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values: bool,
@@ -1051,8 +1084,7 @@ def _decode_frames(frames: Iterable[Frame | Problem], source: str, decode_values
                                     decompressed_limit)
 
 
-def limit_problems(items: Iterable[Batch | Problem], source: str,
-                   most: int = MAX_PROBLEMS_OF_A_KIND) -> Iterator[Batch | Problem]:
+def limit_problems(items: Iterable[T], source: str, most: int = MAX_PROBLEMS_OF_A_KIND) -> Iterator[T | Problem]:
     """The items with at most `most` problems of each kind; the others of a kind are counted, and one problem of
     that kind at the end says how many there were and where the first and last were. A file of a million corrupt
     batches then makes a few thousand problems, not a million (each keeping its raw bytes)."""

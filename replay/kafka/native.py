@@ -16,9 +16,10 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from . import codecs, kafkajson
+from . import codecs, kafkajson, secrets
 from .acl import AclOperation, AclPermissionType, PatternType, ResourceType
 from .files import first_offset_from_name
 from .model import CONTROL_TYPES, Batch, BatchHeader, Problem, ProblemKind, Record
@@ -26,7 +27,7 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
-API = 7  # the extension's `API`: an extension built from other sources (older or newer) is not used
+API = 8  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
 
 def _load() -> tuple[Any, str | None]:
@@ -151,3 +152,46 @@ def record_extras(records: list[Record]) -> list[tuple[str | None, bytes | None]
         return None
     extras: list[tuple[str | None, bytes | None]] = _ext.record_extras(records)
     return extras
+
+
+# The record columns of a `RowChunk`, in order (the extension's `rows::RowBuilder`); they are the ingest's record
+# row columns but those that are the same for a whole file and those only problems have.
+ROW_COLUMNS = ("file_position", "batch_base_offset", "batch_last_offset", "offset", "record_index", "leader_epoch",
+               "append_time", "record_timestamp", "codec", "crc_ok", "is_control", "control_type", "api_key",
+               "record_version", "record_type", "payload_json", "acl_id", "resource_type", "resource_name",
+               "pattern_type", "principal", "host", "operation", "permission_type", "raw_key", "raw_value",
+               "decode_error", "content_hash")
+
+
+@dataclass(frozen=True, slots=True)
+class RowChunk:
+    """The record rows of consecutive batches as Arrow buffers, per `ROW_COLUMNS` column: (validity bitmap or
+    None when no value is null, values (a bitmap for booleans), int32 offsets or None for fixed-width columns)."""
+
+    rows: int
+    columns: list[tuple[bytes | None, bytes, bytes | None]]
+
+
+def read_rows(
+    stream: BinaryIO,
+    source: str = "",
+    *,
+    start_position: int = 0,
+    max_batch_size: int,
+    resync_window: int,
+    snapshot: bool = False,
+    decompressed_limit: int,
+    max_rows: int,
+    max_bytes: int,
+    show_secrets: bool,
+    ordered: bool = False,
+) -> Iterator[Batch | Problem | RowChunk]:
+    """The items of `read_batches` for the ingest, but with the records of most batches already turned into
+    `RowChunk`s (no Python object per record); a batch the extension leaves to Python (one with a secret, a value
+    it does not render) comes as a `Batch`, as soon as it is decoded: the rows of the batches before it may come
+    later, unless `ordered`. Requires `enabled()`."""
+    name_offset = first_offset_from_name(source) if start_position == 0 else None
+    for item in _ext.RowDecoder(stream, source, name_offset, start_position, max_batch_size, resync_window, snapshot,
+                                decompressed_limit, max_rows, max_bytes,
+                                None if show_secrets else secrets.is_secret_config, ordered):
+        yield RowChunk(*item) if isinstance(item, tuple) else item

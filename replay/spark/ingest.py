@@ -109,6 +109,7 @@ from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake, sql_string
 ACL_ENTRY_API_KEY = 18
 ACL_REMOVE_API_KEY = 19
 ROWS_PER_ARROW_BATCH = 2048
+NATIVE_ROWS_PER_CHUNK = 8192  # rows the compiled decoder puts in one Arrow batch (it costs a fixed ~1 ms to wrap one)
 BYTES_PER_ARROW_BATCH = 16 * 1024 * 1024
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 MAX_NAMED_FILES = 200  # files named in a commit's userMetadata (the count is always there)
@@ -508,7 +509,7 @@ class _RowBuffer:
         import pyarrow as pa
 
         self._pa = pa
-        self._schema = pa.schema([(n, _arrow_type(t)) for n, t in _DECODED_FIELDS])
+        self._schema = _arrow_schema()
         self._reset()
 
     def _reset(self) -> None:
@@ -537,6 +538,44 @@ class _RowBuffer:
         batch = pa.RecordBatch.from_arrays(arrays, schema=self._schema)
         self._reset()
         return batch
+
+
+@functools.lru_cache(maxsize=256)
+def _constant(value: Any, arrow_type: Any, rows: int) -> Any:
+    """A column of `rows` times `value` (arrays are immutable: a file's full chunks share them)."""
+    import pyarrow as pa
+
+    return pa.nulls(rows, arrow_type) if value is None else pa.repeat(pa.scalar(value, arrow_type), rows)
+
+
+def _chunk_batch(chunk: native.RowChunk, ends: tuple[tuple[Any, ...], tuple[Any, ...]]) -> Any:
+    """The Arrow record batch of `DECODED_SCHEMA` of a compiled decoder's row chunk: its columns wrap the chunk's
+    buffers (no copy); the columns the same for the whole file (`_file_ends`) are repeated."""
+    import pyarrow as pa
+
+    head, tail = ends
+    same = {**dict(zip(("row_type", *_FILE_FIELDS), head, strict=True)),
+            **dict(zip(("kind", "message", "line", "raw", "file_length"), tail, strict=True))}
+    made = dict(zip(native.ROW_COLUMNS, chunk.columns, strict=True))
+    arrays = []
+    for f in _arrow_schema():
+        if f.name in made:
+            valid, values, offsets = made[f.name]
+            buffers = [None if valid is None else pa.py_buffer(valid)]
+            if offsets is not None:
+                buffers.append(pa.py_buffer(offsets))
+            buffers.append(pa.py_buffer(values))
+            arrays.append(pa.Array.from_buffers(f.type, chunk.rows, buffers, 0 if valid is None else -1))
+        else:
+            arrays.append(_constant(same[f.name], f.type, chunk.rows))
+    return pa.RecordBatch.from_arrays(arrays, schema=_arrow_schema())
+
+
+@functools.cache
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([(n, _arrow_type(t)) for n, t in _DECODED_FIELDS])
 
 
 def _arrow_type(t: DataType) -> Any:
@@ -581,13 +620,40 @@ def _record_rows(batch: Batch, ends: tuple[tuple[Any, ...], tuple[Any, ...]]) ->
                     pass
         yield (*head, rec.offset, index, epoch, append_time, rec.timestamp, codec, crc_ok, rec.is_control,
                CONTROL_TYPES.get(rec.control_type, "UNKNOWN") if rec.control_type is not None else None,
-               rec.api_key, rec.version, rec.type_name,
+               _int32_or_none(rec.api_key), _int32_or_none(rec.version), rec.type_name,
                payload if payload is not None else _payload_json(rec), acl_id, *binding, rec.key, rec.value,
                rec.error, digest if digest is not None else record_hash(rec.offset, rec.key, rec.value), *tail)
 
 
+_INT64 = range(-(2**63), 2**63)
+_INT32 = range(-(2**31), 2**31)
+
+
+def _int32_or_none(value: int | None) -> int | None:
+    """An api key or version for the int32 columns: one past that range (read from a damaged frame's unsigned
+    varint) is None there; the decoder reported the record (`unknown_api_key`, `unknown_version`)."""
+    return value if value is None or value in _INT32 else None
+
+
+def _outside_int64(batch: Batch) -> Problem | None:
+    """A problem when an offset or timestamp of the batch does not fit the lake's 64-bit columns (a damaged delta
+    near the end of the range; Kafka's own arithmetic would wrap around): the batch is reported, not stored."""
+    h = batch.header
+    bad = [(r.offset, r.timestamp) for r in batch.records if r.offset not in _INT64 or r.timestamp not in _INT64]
+    if h.last_offset in _INT64 and not bad:
+        return None
+    what = f"record offset {bad[0][0]}, timestamp {bad[0][1]}" if bad else f"last offset {h.last_offset}"
+    return Problem(ProblemKind.BAD_RECORD,
+                   f"the batch at byte {h.position} (base offset {h.base_offset}) runs past the 64-bit range of "
+                   f"offsets and timestamps ({what}); its {len(batch.records)} record(s) are not stored",
+                   batch.source, h.position, h.base_offset)
+
+
 def _problem_row(p: Problem, base: dict[str, Any], file_name: str) -> dict[str, Any]:
     row = dict(base)
+    if p.offset is not None and p.offset not in _INT64:  # a damaged delta: the offset is in the message
+        p = dataclasses.replace(p, offset=None, message=f"{p.message} (at offset {p.offset}, outside the 64-bit "
+                                "range of offsets)")
     section = p.file if p.file and p.file != base["source_file"] and base["source_kind"] == "dump_log_text" else None
     row.update(
         row_type="Q",
@@ -610,13 +676,18 @@ def _stream_of(kind: str) -> str:
 def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any]]:
     """The rows of one file (records, problems, or one "I" row when a sniffed file is not a metadata file), as
     dicts by column name."""
-    for row in decode_rows(entry, stream):
-        yield dict(zip(_COLUMNS, row, strict=True))
+    for row in decode_rows(entry, stream, ordered=True):
+        if isinstance(row, tuple):
+            yield dict(zip(_COLUMNS, row, strict=True))
+        else:
+            yield from row.to_pylist()
 
 
-def decode_rows(entry: PlannedFile, stream: IO[bytes]) -> Iterator[tuple[Any, ...]]:
-    """The rows of one file as `decode_file` says, each a tuple in `DECODED_SCHEMA`'s column order."""
-    from replay.kafka import batch as batch_reader
+def decode_rows(entry: PlannedFile, stream: IO[bytes], ordered: bool = False) -> Iterator[Any]:
+    """The rows of one file as `decode_file` says, each a tuple in `DECODED_SCHEMA`'s column order, or, where the
+    compiled decoder made them, many at once as an Arrow record batch of `DECODED_SCHEMA` (`_chunk_batch`): those
+    come in file order with the others only when `ordered` (the table does not need it, and full chunks are
+    cheaper)."""
 
     kind = entry.kind
     base: dict[str, Any] = {"source_file": entry.uri, "file_length": entry.length}
@@ -638,21 +709,27 @@ def decode_rows(entry: PlannedFile, stream: IO[bytes]) -> Iterator[tuple[Any, ..
     base.update(stream=_stream_of(kind), snapshot_end_offset=entry.snapshot_end_offset,
                 snapshot_epoch=entry.snapshot_epoch)
     if entry.is_piece:
-        items = decode_piece(cast(BinaryIO, stream), entry)
+        items = decode_piece(cast(BinaryIO, stream), entry, ordered)
     else:
         # a whole snapshot is checked for its header and footer here; a split one by the replay, from its rows
-        items = batch_reader.read_batches(cast(BinaryIO, stream), entry.uri,
-                                          snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value),
-                                          show_secrets=entry.show_secrets)
+        items = _batch_items(cast(BinaryIO, stream), entry, ordered=ordered,
+                             snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value))
     position: int | None = entry.start
     ends = _file_ends(base)
     try:
         for item in items:
             if isinstance(item, Problem):
                 yield _as_tuple(_problem_row(item, base, entry.name))
+            elif isinstance(item, native.RowChunk):
+                position = int.from_bytes(item.columns[0][1][-8:], "little", signed=True)
+                yield _chunk_batch(item, ends)
             else:
                 position = item.header.position
-                yield from _record_rows(item, ends)
+                outside = _outside_int64(item)
+                if outside is None:
+                    yield from _record_rows(item, ends)
+                else:
+                    yield _as_tuple(_problem_row(outside, base, entry.name))
     except Exception as e:  # a decoder bug must not sink the whole ingest: the file is reported, not skipped
         p = Problem(ProblemKind.UNREADABLE_FILE,
                     f"the decoder failed after byte {position} ({type(e).__name__}: {e}); the rest of this file "
@@ -718,9 +795,23 @@ def piece_bounds(stream: BinaryIO, start: int, end: int, length: int) -> tuple[i
     return a, (length if pos is None else min(pos, length))
 
 
-def decode_piece(stream: BinaryIO, entry: PlannedFile) -> Iterator[Batch | Problem]:
-    """The batches (and problems) of one piece of a large file, as `read_batches` gives them for the whole file."""
+def _batch_items(stream: BinaryIO, entry: PlannedFile, *, start_position: int = 0, snapshot: bool = False,
+                 ordered: bool = False) -> Iterator[Batch | Problem | native.RowChunk]:
+    """A file's (or piece's) batches and problems; through the compiled decoder most batches come as row chunks
+    already (`batch.read_rows`)."""
     from replay.kafka import batch as batch_reader
+
+    if native.enabled():
+        return batch_reader.read_rows(stream, entry.uri, start_position=start_position, snapshot=snapshot,
+                                      show_secrets=entry.show_secrets, max_rows=NATIVE_ROWS_PER_CHUNK,
+                                      max_bytes=BYTES_PER_ARROW_BATCH, ordered=ordered)
+    return batch_reader.read_batches(stream, entry.uri, start_position=start_position, snapshot=snapshot,
+                                     show_secrets=entry.show_secrets)
+
+
+def decode_piece(stream: BinaryIO, entry: PlannedFile,
+                 ordered: bool = False) -> Iterator[Batch | Problem | native.RowChunk]:
+    """The batches (and problems) of one piece of a large file, as `read_batches` gives them for the whole file."""
 
     assert entry.end is not None
     bounds = piece_bounds(stream, entry.start, entry.end, entry.length)
@@ -729,7 +820,7 @@ def decode_piece(stream: BinaryIO, entry: PlannedFile) -> Iterator[Batch | Probl
     a, b = bounds
     stream.seek(a)
     limited = cast(BinaryIO, io.BufferedReader(_Limited(stream, b - a), buffer_size=1024 * 1024))
-    yield from batch_reader.read_batches(limited, entry.uri, start_position=a, show_secrets=entry.show_secrets)
+    yield from _batch_items(limited, entry, start_position=a, ordered=ordered)
 
 
 def _splittable(f: PlannedFile) -> bool:
@@ -821,11 +912,16 @@ ProblemKind.UNREADABLE_FILE, f"cannot open: {error}", entry.uri)
     return _problem_row(p, base, entry.name)
 
 
-def _emit(rows: Iterable[tuple[Any, ...]], buf: _RowBuffer) -> Iterator[Any]:
+def _emit(rows: Iterable[Any], buf: _RowBuffer) -> Iterator[Any]:
+    """Arrow record batches of the rows: tuples are collected into batches, batches the compiled decoder made pass
+    through (the rows are a set: their order within a file does not matter)."""
     for row in rows:
-        buf.add(row)
-        if buf.full:
-            yield buf.flush()
+        if isinstance(row, tuple):
+            buf.add(row)
+            if buf.full:
+                yield buf.flush()
+        else:
+            yield row
 
 
 def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
@@ -1094,7 +1190,7 @@ def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condi
     return int(row.get("num_inserted_rows") or row.get("num_affected_rows") or 0)
 
 
-ROWS_PER_FILE = 750_000  # about 100-130 MiB of Parquet per file for metadata_records
+ROWS_PER_FILE = 250_000  # 15-20 MiB of Parquet per file; a task's sort of that many rows fits a 2g driver unspilled
 
 
 def _own_session(spark: SparkSession) -> SparkSession:

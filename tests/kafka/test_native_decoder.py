@@ -3,7 +3,8 @@ file, the writer's round trips, the bad inputs of the decoder tests and a seeded
 truncations, inflated lengths and counts, garbage, broken values, every codec) decode to identical batches,
 records and problems (kind, message, file, position, offset, raw), also with `records_for`, without value
 decoding, as snapshots and in strict mode; the payload JSON and content hash the extension computes for the ingest's
-rows are those of the ingest's Python functions.
+rows are those of the ingest's Python functions, and the ingest's rows made by the extension directly (Arrow
+buffers, `batch.read_rows`) are, as a set, the rows the ingest makes of the reference's batches.
 
 `make test` builds the extension first. Where it is not built these tests fail and say how to build it, except on
 a machine without cargo, where they are skipped (the project then runs on the pure-Python decoder alone)."""
@@ -112,8 +113,49 @@ def assert_same_extras(items: list[Batch | Problem]) -> None:
                     assert digest is None
 
 
+def _kind_of(source: str) -> str:
+    if source.endswith("bootstrap.checkpoint"):
+        return "bootstrap"
+    return "snapshot" if source.endswith(".checkpoint") else "segment"
+
+
+def ingest_rows(data: bytes, source: str, pure: bool, show_secrets: bool = False) -> tuple[list[Any], int]:
+    """The ingest's decoded rows of `data` (`ingest.decode_rows` into Arrow batches, as an executor makes them),
+    sorted, and how many of them the extension made as row chunks."""
+    import pyarrow as pa
+
+    from replay.spark import ingest
+
+    entry = ingest.PlannedFile(uri=source, length=len(data), kind=_kind_of(source), show_secrets=show_secrets)
+    chunked = 0
+    out = []
+    with _pure(pure):
+        buf = ingest._RowBuffer()
+        for row in ingest.decode_rows(entry, io.BytesIO(data)):
+            if not isinstance(row, tuple):
+                chunked += row.num_rows
+            out.extend(ingest._emit([row], buf))
+        if buf.rows:
+            out.append(buf.flush())
+    rows = pa.Table.from_batches(out, schema=ingest._arrow_schema()).to_pylist()
+    return sorted(rows, key=repr), chunked
+
+
+def assert_same_rows(data: bytes, source: str = SEGMENT, show_secrets: bool = False) -> int:
+    """The ingest's rows both ways must be the same set; returns how many the extension made itself."""
+    ref, none_chunked = ingest_rows(data, source, True, show_secrets)
+    got, chunked = ingest_rows(data, source, False, show_secrets)
+    assert none_chunked == 0
+    if ref != got:
+        for i, (x, y) in enumerate(zip(ref, got, strict=False)):
+            assert x == y, f"row {i} of {len(ref)} differs:\npython {x!r}\nnative {y!r}"
+        assert len(ref) == len(got), f"python gives {len(ref)} rows, native {len(got)}"
+    return chunked
+
+
 def assert_same_all_ways(data: bytes, source: str = SEGMENT, rng: random.Random | None = None) -> None:
     assert_same_extras(assert_same(data, source))
+    assert_same_rows(data, source)
     assert_same(data, source, snapshot=True)
     assert_same(data, source, decode_values=False)
     assert_same(data, source, strict=True)
@@ -320,7 +362,9 @@ def test_sample_files(path: str) -> None:
         got = list(batch_module.read_file(path))
     assert _same(ref, got)
     with open(path, "rb") as f:
-        assert_same_all_ways(f.read(), os.path.basename(path))
+        data = f.read()
+    assert_same_all_ways(data, os.path.basename(path))
+    assert_same_rows(data, os.path.basename(path), show_secrets=True)
 
 
 def test_writer_round_trips_every_schema_and_codec() -> None:
@@ -330,7 +374,9 @@ def test_writer_round_trips_every_schema_and_codec() -> None:
             for codec in CODECS:
                 records = [writer.metadata_record(api_key, version, random_body(rng, schema.struct, version))
                            for _ in range(3)]
-                assert_same_extras(assert_same(writer.encode_batch(5, records, 1, 1000, codec)))
+                data = writer.encode_batch(5, records, 1, 1000, codec)
+                assert_same_extras(assert_same(data))
+                assert_same_rows(data)
     for codec in CODECS:
         for seed in range(20):
             assert_same_all_ways(random_segment(random.Random(seed), 6, codec), rng=rng)
@@ -409,6 +455,7 @@ def test_fuzzed_corpus() -> None:
     for _ in range(600):
         data = broken_values(rng)
         assert_same_extras(assert_same(data))
+        assert_same_rows(data)
         assert_same(data, records_for=frozenset(rng.sample(range(30), 3)))
 
 
@@ -457,3 +504,30 @@ def test_an_extension_built_from_other_sources_is_not_used(monkeypatch: pytest.M
     monkeypatch.setattr(importlib, "import_module", lambda name: stale)
     ext, why = native._load()
     assert ext is None and why is not None and "rebuild" in why and f"API {native.API - 1}" in why
+
+
+def test_the_ingest_rows_come_from_the_extension_except_where_python_must_make_them() -> None:
+    """Row chunks are what the extension makes of ordinary batches (so the fast path is really taken); a batch with
+    a secret, a SCRAM credential or an ACL text that is not UTF-8 is left to Python, which redacts or decodes it;
+    with `show_secrets` a password config goes the fast way too. The rows are the same either way."""
+    acl = writer.acl_record("AAAAAAAAAAAAAAAAAAAAAA", AclBinding.of("TOPIC", "pay", "PREFIXED", "User:a", "*",
+                                                                  "WRITE", "DENY"))
+
+    def config(name: str, value: str | None) -> writer.RecordInput:
+        return writer.metadata_record(4, 0, {"resourceType": 4, "resourceName": "1", "name": name, "value": value})
+
+    plain = writer.encode_batch(0, [writer.noop(), acl, writer.remove_acl_record("AAAAAAAAAAAAAAAAAAAAAA"),
+                                    config("min.insync.replicas", "2"), config("ssl.keystore.password", None)], 1, 5)
+    assert assert_same_rows(plain) == 5
+    password = writer.encode_batch(5, [writer.noop(), config("ssl.keystore.password", "hunter2")], 1, 6)
+    scram = writer.encode_batch(7, [writer.metadata_record(11, 0, {
+        "name": "alice", "mechanism": 1, "salt": b"s", "storedKey": b"k", "serverKey": b"v", "iterations": 4096})],
+        1, 7)
+    assert assert_same_rows(plain + password + scram) == 5
+    assert assert_same_rows(plain + password + scram, show_secrets=True) == 7
+    rows, _ = ingest_rows(password, SEGMENT, False)
+    assert "hunter2" not in repr(rows)
+    not_utf8 = writer.encode_batch(8, [writer.metadata_record(18, 0, {
+        "id": "AAAAAAAAAAAAAAAAAAAAAA", "resourceType": 2, "resourceName": b"\xff\xfe".decode("latin-1"),
+        "patternType": 3, "principal": "User:a", "host": "*", "operation": 3, "permissionType": 3})], 1, 8)
+    assert assert_same_rows(plain + not_utf8) >= 5
