@@ -102,6 +102,7 @@ from replay.kafka import native
 from replay.kafka.acl import AclBinding
 from replay.kafka.model import CONTROL_TYPES, NOTICE_KINDS, Batch, Problem, ProblemKind, SourceKind
 from replay.spark.frames import join_null_safe
+from replay.spark.resume import write_replacing
 from replay.spark.session import step
 
 from .tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake, sql_string
@@ -1297,6 +1298,66 @@ def _record_condition(cluster: str, log_offsets: tuple[int, int] | None = None) 
     return " AND ".join(parts)
 
 
+def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
+                      copies: set[tuple[str | None, int | None, int | None]]) -> str | None:
+    """A predicate on metadata_records for the rows this ingest's records could be equal to: the cluster's log rows
+    in the ingest's offset range and its rows of the same snapshots (any copy). None when a record row has no
+    stream (a dump-log text line outside any section), which the region cannot name."""
+
+    def literal(v: int | None) -> str:
+        return "NULL" if v is None else str(int(v))
+
+    parts = []
+    if log_offsets is not None:
+        parts.append(f"(stream = 'log' AND offset BETWEEN {int(log_offsets[0])} AND {int(log_offsets[1])})")
+    for stream, end, epoch in sorted(copies, key=repr):
+        if stream is None:
+            return None
+        parts.append(f"(stream = {sql_string(stream)} AND snapshot_end_offset <=> {literal(end)} "
+                     f"AND snapshot_epoch <=> {literal(epoch)})")
+    if not parts:
+        return None
+    return f"cluster_id = {sql_string(cluster)} AND ({' OR '.join(parts)})"
+
+
+def _write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: IngestReport,
+                   copies: set[tuple[str | None, int | None, int | None]]) -> int:
+    """Write this ingest's metadata_records rows; how many were new.
+
+    Append first: when the lake holds none of the cluster's rows in the region these could collide with (a first
+    ingest, a later dump past the stored end, new snapshots), the rows are written without a MERGE, as a
+    `replaceWhere` of that empty region: one write of the rows, no join with the table, and still one commit that
+    conflicts with a concurrent ingest writing into the same region (a blind append would not), so the loser
+    retries and then finds the winner's rows through the MERGE. Otherwise (an overlapping dump) the MERGE inserts
+    what the table does not match."""
+    cluster, metadata = report.cluster_id, _user_metadata(report, METADATA_RECORDS, report.records)
+    region = _collision_region(cluster, report.log_offsets, copies)
+    for attempt in range(1, MERGE_ATTEMPTS + 1):
+        if region is None or lake.read(METADATA_RECORDS).where(region).limit(1).count() > 0:
+            break
+        source = records_source(decoded, cluster, report.ingest_id, None, report.records)
+        try:
+            write_replacing(lake, METADATA_RECORDS, source, region, metadata)
+        except Exception as e:
+            if not _is_conflict(e):
+                raise
+            log.info("the append into %s conflicted with a concurrent commit (attempt %d); looking again",
+                     METADATA_RECORDS, attempt)
+            continue
+        return _rows_added(lake, METADATA_RECORDS, metadata)
+    return _merge(spark, lake, METADATA_RECORDS,
+                  records_source(decoded, cluster, report.ingest_id, lake, report.records),
+                  _record_condition(cluster, report.log_offsets), metadata)
+
+
+def _rows_added(lake: Lake, table: str, metadata: str) -> int:
+    """The rows our commit wrote (its `numOutputRows`), found in the table's recent history by its userMetadata,
+    which names this ingest."""
+    ours = (lake.history(table, 50).where(F.col("userMetadata") == metadata)
+            .select("operationMetrics").first())
+    return 0 if ours is None else int((ours["operationMetrics"] or {}).get("numOutputRows", 0))
+
+
 def _quarantine_condition(cluster: str) -> str:
     return f"t.cluster_id = {sql_string(cluster)} AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
 
@@ -1384,6 +1445,7 @@ def ingest(
         log_lo: int | None = None
         log_hi: int | None = None
         snapshots: set[tuple[int, int]] = set()
+        copies: set[tuple[str | None, int | None, int | None]] = set()  # (stream, end, epoch) of non-log rows
         for row in summary:
             if row["row_type"] == "I":
                 sniffed_out.update(row["ignored"])
@@ -1396,6 +1458,8 @@ def ingest(
                     log_hi = row["max_offset"] if log_hi is None else max(log_hi, row["max_offset"])
                 if row["stream"] == "snapshot" and row["snapshot_end_offset"] is not None:
                     snapshots.add((int(row["snapshot_end_offset"]), int(row["snapshot_epoch"] or 0)))
+                if row["stream"] != "log":
+                    copies.add((row["stream"], row["snapshot_end_offset"], row["snapshot_epoch"]))
         report.files = [f.uri for f in plan if f.uri not in sniffed_out]
         report.ignored = ignored + sorted(sniffed_out)
         report.bytes = sum(f.length for f in plan if f.uri not in sniffed_out)
@@ -1443,11 +1507,7 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             with step(spark, f"ingest: write {METADATA_RECORDS}"):
-                report.records_new = _merge(
-                    spark, lake, METADATA_RECORDS,
-                    records_source(decoded, cluster, report.ingest_id, lake, report.records),
-                    _record_condition(cluster, report.log_offsets), _user_metadata(report, METADATA_RECORDS, report.records),
-                )
+                report.records_new = _write_records(spark, lake, decoded, report, copies)
         if report.problems:
             progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
             with step(spark, f"ingest: write {QUARANTINE}"):
