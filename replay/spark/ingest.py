@@ -82,7 +82,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, BinaryIO, cast
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BinaryType,
@@ -1108,14 +1108,22 @@ def _persist(df: DataFrame, input_bytes: int) -> bool:
 
 
 def _summarise(decoded: DataFrame) -> list[Any]:
-    """One aggregate row per (row type, stream, snapshot, problem kind): the only thing collected from the data."""
+    """One aggregate row per (row type, stream, snapshot, problem kind, copy): the only thing collected from the data.
+    A copy is a snapshot or bootstrap file (or dump-log text section) for record rows, the file (or section) for
+    problems, none for log records; a copy's row carries its digest (`_copy_digest_columns`), so which copies are
+    repeats is decided from this one pass (`_copies_to_drop`)."""
+    is_copy = (F.col("row_type") == "Q") | ((F.col("row_type") == "R") & (F.col("stream") != "log"))
+    h1, h2 = _copy_digest_columns()
     return (
-        decoded.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind")
+        decoded.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
+                        *[F.when(is_copy, F.col(c)).alias(c) for c in _COPY_KEY])
         .agg(
             F.count(F.lit(1)).alias("n"),
             F.min("offset").alias("min_offset"),
             F.max("offset").alias("max_offset"),
             F.collect_set(F.when(F.col("row_type") == "I", F.col("source_file"))).alias("ignored"),
+            F.sum(F.when(F.col("row_type") == "R", h1)).alias("_h1"),
+            F.sum(F.when(F.col("row_type") == "R", h2)).alias("_h2"),
         )
         .collect()
     )
@@ -1209,15 +1217,18 @@ def _own_session(spark: SparkSession) -> SparkSession:
 _SNAPSHOT_ID = ("stream", "snapshot_end_offset", "snapshot_epoch")
 
 
-def _copy_digests(rows: DataFrame) -> DataFrame:
-    """Per snapshot or bootstrap copy (`_SNAPSHOT_ID` + `_COPY_KEY`): a digest of what it holds (its records'
-    offsets, hashes, epochs and CRC states, in any order), equal for two copies with the same records wherever they
-    were read from (another node, another day's dump, dump-log text)."""
+def _copy_digest_columns() -> tuple[Column, Column]:
+    """A record's two parts of its copy's digest (summed over the copy): over its offset, hash, epoch and CRC state,
+    so two copies with the same records have the same digest in any order, wherever they were read from."""
     item = [F.col("offset"), F.col("content_hash"), F.col("leader_epoch"), F.col("crc_ok")]
+    return F.xxhash64(*item).cast("decimal(38,0)"), F.hash(*item).cast("long")
+
+
+def _copy_digests(rows: DataFrame) -> DataFrame:
+    """Per snapshot or bootstrap copy (`_SNAPSHOT_ID` + `_COPY_KEY`): its record count and digest."""
+    h1, h2 = _copy_digest_columns()
     return rows.groupBy(*_SNAPSHOT_ID, *_COPY_KEY).agg(
-        F.count(F.lit(1)).alias("_n"),
-        F.sum(F.xxhash64(*item).cast("decimal(38,0)")).alias("_h1"),
-        F.sum(F.hash(*item).cast("long")).alias("_h2"))
+        F.count(F.lit(1)).alias("_n"), F.sum(h1).alias("_h1"), F.sum(h2).alias("_h2"))
 
 
 def _clean(copies: DataFrame, problems: DataFrame) -> DataFrame:
@@ -1226,44 +1237,72 @@ def _clean(copies: DataFrame, problems: DataFrame) -> DataFrame:
     return join_null_safe(copies, bad, _COPY_KEY, "left_anti")
 
 
-def _known_copies_dropped(rows: DataFrame, problems: DataFrame, lake: Lake | None, cluster: str) -> DataFrame:
-    """`rows` without the snapshot and bootstrap copies whose exact content the lake (or an earlier copy of this
-    ingest) already holds in a clean copy: the same snapshot in tomorrow's dump, or from another node, adds
-    nothing. A copy with problems is always kept, under its own file."""
-    snap = rows.where(F.col("stream") != "log")
-    incoming = _clean(_copy_digests(snap), problems)
-    same = [*_SNAPSHOT_ID, "_n", "_h1", "_h2"]
-    first = Window.partitionBy(*same).orderBy(*[F.col(c).asc_nulls_first() for c in _COPY_KEY])
-    repeats = incoming.withColumn("_r", F.row_number().over(first)).where("_r > 1").drop("_r")
-    if lake is not None and lake.exists(METADATA_RECORDS):
-        ids = incoming.select(*_SNAPSHOT_ID).distinct()
-        stored = lake.read(METADATA_RECORDS).where((F.col("cluster_id") == cluster) & (F.col("stream") != "log"))
-        stored = join_null_safe(stored, ids, _SNAPSHOT_ID, "left_semi")
-        stored_problems = (lake.read(QUARANTINE).where(F.col("cluster_id") == cluster)
-                           if lake.exists(QUARANTINE) else problems.limit(0))
-        known = _clean(_copy_digests(stored), stored_problems).select(*same).distinct()
-        held = join_null_safe(incoming, known, same, "left_semi")
-        repeats = repeats.unionByName(held)
-    drop = repeats.select(*_SNAPSHOT_ID, *_COPY_KEY).distinct()
-    key = [*_SNAPSHOT_ID, *_COPY_KEY]
-    # one row per copy: broadcast, so that the records are not shuffled to meet it
-    return join_null_safe(rows, F.broadcast(drop), key, "left_anti")
+Copy = tuple[Any, ...]  # (stream, snapshot_end_offset, snapshot_epoch, source_file, text_section)
 
 
-def records_source(decoded: DataFrame, cluster: str, ingest_id: str, lake: Lake | None = None,
-                   rows_hint: int = 0) -> DataFrame:
+def _copies_to_drop(summary: list[Any], lake: Lake | None, cluster: str) -> list[Copy]:
+    """The snapshot and bootstrap copies of this ingest not to store, from the summary: those whose exact content
+    the lake (when given) or an earlier copy of this ingest already holds in a clean copy (the same snapshot in
+    tomorrow's dump, or from another node). A copy with problems is always kept, under its own file."""
+    notices = {k.value for k in NOTICE_KINDS}
+    bad = {(r["source_file"], r["text_section"]) for r in summary if r["row_type"] == "Q" and r["kind"] not in notices}
+    clean = [r for r in summary if r["row_type"] == "R" and r["source_file"] is not None
+             and (r["source_file"], r["text_section"]) not in bad]
+
+    def copy(r: Any) -> Copy:
+        return tuple(r[c] for c in (*_SNAPSHOT_ID, *_COPY_KEY))
+
+    def content(r: Any) -> tuple[Any, ...]:
+        return (*(r[c] for c in _SNAPSHOT_ID), r["n"], r["_h1"], r["_h2"])
+
+    def first_by_copy_key(r: Any) -> tuple[Any, ...]:  # ascending, nulls first, as the table orders them
+        return tuple(x for c in _COPY_KEY for x in (r[c] is not None, r[c] or ""))
+
+    drop: list[Copy] = []
+    kept: dict[tuple[Any, ...], Any] = {}
+    for r in sorted(clean, key=first_by_copy_key):
+        if content(r) in kept:
+            drop.append(copy(r))
+        else:
+            kept[content(r)] = r
+    if lake is not None and kept and lake.exists(METADATA_RECORDS):
+        ids = {content(r)[:3] for r in kept.values()}
+        same_snapshot = functools.reduce(lambda a, b: a | b, [
+            functools.reduce(lambda a, b: a & b,
+                             [F.col(c).eqNullSafe(F.lit(v)) for c, v in zip(_SNAPSHOT_ID, i, strict=True)])
+            for i in sorted(ids, key=repr)])
+        stored = lake.read(METADATA_RECORDS).where(
+            (F.col("cluster_id") == cluster) & (F.col("stream") != "log") & same_snapshot)
+        stored_problems = lake.read(QUARANTINE).where(F.col("cluster_id") == cluster) if lake.exists(QUARANTINE) \
+            else None
+        digests = _copy_digests(stored)
+        if stored_problems is not None:
+            digests = _clean(digests, stored_problems)
+        held = {(*(d[c] for c in _SNAPSHOT_ID), d["_n"], d["_h1"], d["_h2"])
+                for d in digests.select(*_SNAPSHOT_ID, "_n", "_h1", "_h2").distinct().collect()}
+        drop += [copy(r) for key, r in kept.items() if key in held]
+    return drop
+
+
+def records_source(decoded: DataFrame, cluster: str, ingest_id: str, drop: list[Copy], rows_hint: int = 0,
+                   ) -> DataFrame:
     """The metadata_records rows of this ingest, one per key (the first by file and position), without the
-    snapshot copies the lake already holds (`_known_copies_dropped`), range-partitioned by stream and offset into
-    parts of about `ROWS_PER_FILE` rows (`rows_hint` bounds the rows): parallel tasks then write files of a sensible
-    size, each a contiguous stretch of the log, which the replay's reads by offset skip or take whole. The
-    duplicate check runs inside those parts (its key holds stream and offset): the rows are shuffled once."""
+    snapshot copies in `drop` (`_copies_to_drop`), range-partitioned by stream and offset into parts of about
+    `ROWS_PER_FILE` rows (`rows_hint` bounds the rows): parallel tasks then write files of a sensible size, each a
+    contiguous stretch of the log, which the replay's reads by offset skip or take whole. The duplicate check runs
+    inside those parts (its key holds stream and offset): the rows are shuffled once."""
     cols = SCHEMAS[METADATA_RECORDS].fieldNames()
     rows = decoded.filter(F.col("row_type") == "R").withColumns({
         "cluster_id": F.lit(cluster),
         "ingest_id": F.lit(ingest_id),
         "append_ts": F.timestamp_millis(F.col("append_time")),
     })
-    rows = _known_copies_dropped(rows, decoded.filter(F.col("row_type") == "Q"), lake, cluster)
+    if drop:
+        key = [*_SNAPSHOT_ID, *_COPY_KEY]
+        schema = StructType([decoded.schema[c] for c in key])
+        # one row per copy: broadcast, so that the records are not shuffled to meet it
+        dropped = F.broadcast(decoded.sparkSession.createDataFrame(drop, schema))
+        rows = join_null_safe(rows, dropped, key, "left_anti")
     rows = rows.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
     copy = [F.when(F.col("stream") != "log", F.col(c)).alias("_copy_" + c) for c in _COPY_KEY]
     first = Window.partitionBy(*RECORD_KEY, *[f"_copy_{c}" for c in _COPY_KEY]).orderBy(
@@ -1321,7 +1360,7 @@ def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
 
 
 def _write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: IngestReport,
-                   copies: set[tuple[str | None, int | None, int | None]]) -> int:
+                   copies: set[tuple[str | None, int | None, int | None]], summary: list[Any]) -> int:
     """Write this ingest's metadata_records rows; how many were new.
 
     Append first: when the lake holds none of the cluster's rows in the region these could collide with (a first
@@ -1335,7 +1374,8 @@ def _write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: 
     for attempt in range(1, MERGE_ATTEMPTS + 1):
         if region is None or lake.read(METADATA_RECORDS).where(region).limit(1).count() > 0:
             break
-        source = records_source(decoded, cluster, report.ingest_id, None, report.records)
+        source = records_source(decoded, cluster, report.ingest_id, _copies_to_drop(summary, None, cluster),
+                                report.records)
         try:
             write_replacing(lake, METADATA_RECORDS, source, region, metadata)
         except Exception as e:
@@ -1346,7 +1386,8 @@ def _write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: 
             continue
         return _rows_added(lake, METADATA_RECORDS, metadata)
     return _merge(spark, lake, METADATA_RECORDS,
-                  records_source(decoded, cluster, report.ingest_id, lake, report.records),
+                  records_source(decoded, cluster, report.ingest_id, _copies_to_drop(summary, lake, cluster),
+                                 report.records),
                   _record_condition(cluster, report.log_offsets), metadata)
 
 
@@ -1507,7 +1548,7 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             with step(spark, f"ingest: write {METADATA_RECORDS}"):
-                report.records_new = _write_records(spark, lake, decoded, report, copies)
+                report.records_new = _write_records(spark, lake, decoded, report, copies, summary)
         if report.problems:
             progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
             with step(spark, f"ingest: write {QUARANTINE}"):
