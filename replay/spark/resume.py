@@ -364,4 +364,7 @@ def write_replacing(lake: Lake, name: str, df: DataFrame, predicate: str, user_m
 
 
 def new_replay_id() -> str:
-    return uuid.uuid4().hex
+    """Unique, and starting with its UTC start time (`20261127t001500-...`): what a replay leaves behind when it dies
+    (its stages) can be told stale by name alone (`staging.sweep_stale`)."""
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dt%H%M%S")
+    return f"{started}_{uuid.uuid4().hex[:20]}"

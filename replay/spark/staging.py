@@ -4,11 +4,14 @@ Spark's `checkpoint`/`localCheckpoint` and caching do not exist on Databricks se
 plan that reuses a frame many times would otherwise recompute it (or grow with every step). A stage is Parquet
 files beside the lake's tables (`_staging/<replay id>/<name>` in a directory lake) or a Delta table
 `_kraft_stage_<id>_<name>` in a catalog lake's schema, written once per replay and removed when the replay ends.
+A replay that dies (killed, a lost driver) cannot remove its stages; the next replay removes those of replays that
+started more than `STALE_AFTER` ago (a replay id starts with its start time), never one that may still be running.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 import re
@@ -25,6 +28,8 @@ from replay.spark.tables import Lake, quote_ident
 log = logging.getLogger("replay.spark.staging")
 
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
+_ID_TIME_RE = re.compile(r"^(\d{8}t\d{6})_[0-9a-f]+$")
+STALE_AFTER = datetime.timedelta(hours=24)  # far longer than any replay runs
 
 
 class Stages:
@@ -78,6 +83,8 @@ class Stages:
         _remove_remote(self.lake, root)
 
     def __enter__(self) -> Stages:
+        with contextlib.suppress(Exception):  # best effort: leftovers are only disk space
+            sweep_stale(self.lake)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -93,3 +100,52 @@ def _remove_remote(lake: Lake, root: str) -> None:
         path.getFileSystem(conf).delete(path, True)
     except Exception as e:  # Spark Connect: no gateway; the directory stays (named by replay id)
         log.warning("could not remove the replay's staging directory %s (%s); it can be deleted", root, e)
+
+
+def started_at(replay_id: str) -> datetime.datetime | None:
+    """When the replay of this id started (None for an id without its time: those of older versions)."""
+    m = _ID_TIME_RE.match(replay_id)
+    if m is None:
+        return None
+    return datetime.datetime.strptime(m.group(1), "%Y%m%dt%H%M%S").replace(tzinfo=datetime.timezone.utc)
+
+
+def _stale(replay_id: str, now: datetime.datetime) -> bool:
+    started = started_at(replay_id)
+    return started is not None and now - started > STALE_AFTER
+
+
+def sweep_stale(lake: Lake, now: datetime.datetime | None = None) -> list[str]:
+    """Remove the stages of replays that started more than `STALE_AFTER` before `now` (they died before removing
+    them); returns their replay ids."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    if lake.is_catalog:
+        prefix = "_kraft_stage_"
+        tables = [r["tableName"] for r in lake.spark.sql(f"SHOW TABLES IN {lake.schema_ref}").collect()
+                  if r["tableName"].startswith(prefix) and not r["isTemporary"]]
+        stale = sorted({m.group(1) for t in tables
+                        if (m := re.match(r"^_kraft_stage_(\d{8}t\d{6}_[0-9a-f]+)_", t)) and _stale(m.group(1), now)})
+        for t in tables:
+            if any(t.startswith(f"{prefix}{i}_") for i in stale):
+                lake.spark.sql(f"DROP TABLE IF EXISTS {lake.schema_ref}.{quote_ident(t)}")
+        return stale
+    root = f"{lake.location}/_staging"
+    if _URI_RE.match(root) and not root.startswith("file:"):
+        try:
+            jvm: Any = lake.spark.sparkContext._jvm
+            path = jvm.org.apache.hadoop.fs.Path(root)
+            fs = path.getFileSystem(lake.spark.sparkContext._jsc.hadoopConfiguration())
+            names = [s.getPath().getName() for s in fs.listStatus(path)] if fs.exists(path) else []
+        except Exception:  # Spark Connect: no gateway to list with; the stages stay, named by start time
+            return []
+        stale = sorted(name for name in names if _stale(name, now))
+        for name in stale:
+            _remove_remote(lake, f"{root}/{name}")
+        return stale
+    local = root.removeprefix("file:")
+    if not os.path.isdir(local):
+        return []
+    stale = sorted(name for name in os.listdir(local) if _stale(name, now))
+    for name in stale:
+        shutil.rmtree(os.path.join(local, name), ignore_errors=True)
+    return stale
