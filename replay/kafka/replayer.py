@@ -46,14 +46,14 @@ from enum import Enum
 from typing import BinaryIO, NamedTuple, overload
 
 from .acl import AclBinding
+from .model import ABORT_TRANSACTION_RECORD as TXN_ABORT
+from .model import ACL_ENTRY_RECORD as ACL_ENTRY
+from .model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
+from .model import END_TRANSACTION_RECORD as TXN_END
+from .model import REMOVE_ACL_ENTRY_RECORD as ACL_REMOVE
 from .model import Batch, BatchHeader, Problem, ProblemKind, Record
 from .schemas import METADATA_SCHEMAS
 
-ACL_ENTRY = 18
-ACL_REMOVE = 19
-TXN_BEGIN = 23
-TXN_END = 24
-TXN_ABORT = 25
 _RELEVANT = frozenset({ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT})
 # The api keys whose values a replay decodes (`batch.read_file(records_for=...)`): the ACL and transaction records,
 # and every key no schema knows (a record of an unknown type might matter; decoding it reports it). Other records

@@ -2,9 +2,10 @@
 every decision in an audit is a StandardAuthorizer decision with its certainty, never a second rule set.
 
 Each audit is one Spark SQL query text (the `*_sql` builders below) run two ways: from Python over the lake's
-DataFrames (`spark.sql(text, hist=..., cov=...)`), and as a SQL table function registered by
-`register_audit_functions`, which embeds the very same text over the lake's tables. So the Python and SQL answers
-are the same rows by construction (and the tests check it).
+DataFrames, the question's values bound to parameter markers (`rules.run_sql(spark, text, values, hist=...)`), and
+as a SQL table function registered by `register_audit_functions`, which embeds the very same text over the lake's
+tables with its own parameters. So the Python and SQL answers are the same rows by construction (and the tests check
+it).
 
 | audit | Python (DataFrame) | plain function for the CLI (rows) | SQL table function |
 |---|---|---|---|
@@ -56,7 +57,6 @@ from replay.spark.authorize import (
     _KEY,
     ALLOWED,
     ANY_HOST,
-    COV_COMPLETE,
     DENIED,
     R_DENY,
     UNKNOWN,
@@ -66,29 +66,26 @@ from replay.spark.authorize import (
     SqlSettings,
     acl_text_sql,
     candidate_counts_sql,
-    coverage_sql,
     decide_sql,
     history_sql,
     op_match_sql,
     presentable_host_sql,
     probes_sql,
-    run_sql,
     sql_literal,
 )
 from replay.spark.queries import (
-    ACL_FIELDS,
     UNKNOWN_CLUSTER_CHECK,
     before_history,
     guarded_sql,
     last_offset,
-    live_sql,
     negative_offset_check,
     offset_at_time,
     require_cluster,
     unknown_cluster,
 )
+from replay.spark.rules import COV_COMPLETE, coverage_at_sql, live_sql, markers, run_sql, times_of_offsets_sql
 from replay.spark.sqlddl import SqlFunction
-from replay.spark.tables import Lake
+from replay.spark.tables import ACL_FIELDS, Lake
 
 # AclEntry.supportedOperations (spec §5.3): what an audit asks about for each resource type.
 SUPPORTED_OPERATIONS: dict[str, list[str]] = {
@@ -136,6 +133,15 @@ def _check_range(start: int | None, end: int | None) -> None:
     check_offset(end)
 
 
+def _name_of(enum: Any, value: str) -> str:
+    """The enum name an audit asks about. A value Kafka would not parse is a wrong question, refused with
+    `QuestionError` (as `authorizer.check_question` refuses it for `authorize_one`) and the enum's own message."""
+    try:
+        return str(enum.parse(value).name)
+    except ValueError as e:
+        raise QuestionError(str(e)) from None
+
+
 def as_view(df: DataFrame, name: str) -> DataFrame:
     """Publish an audit result as a temporary view (SQL: `SELECT * FROM name`)."""
     df.createOrReplaceTempView(name)
@@ -164,15 +170,17 @@ def _records(lake: Lake) -> DataFrame | None:
         return None
 
 
-def _run(spark: SparkSession, lake: Lake, build: Callable[[_Sources], str]) -> DataFrame:
-    """Run an audit query from Python over the lake's DataFrames."""
+def _run(spark: SparkSession, lake: Lake, build: Callable[[_Sources, dict[str, str]], str], **values: Any
+         ) -> DataFrame:
+    """Run an audit query from Python over the lake's DataFrames: `build` gets the relations and, for each of the
+    question's `values`, the parameter marker that stands for it in the text (`rules.markers`)."""
     tables = LakeTables.of(lake)
     frames = {"hist": tables.history, "cov": tables.coverage, "times": tables.offset_times}
     records = None if isinstance(lake, LakeTables) else _records(lake)
     if records is not None:
         frames["records"] = records
-    return run_sql(spark, build(_Sources("{hist}", "{cov}", "{times}", "{records}" if records is not None else None)),
-                   **frames)
+    src = _Sources("{hist}", "{cov}", "{times}", "{records}" if records is not None else None)
+    return run_sql(spark, build(src, markers(values)), values, **frames)
 
 
 def _enum_sql(expr: str, enum: Any, what: str) -> str:
@@ -269,7 +277,7 @@ _never AS (SELECT c.cluster_id, c._at AS as_of_offset, c.principal, {_who_sql('c
              '{NEVER_MATCHES}' AS decision, c._cl AS certain, '{R_HOST_NEVER_MATCHES}' AS reason,
              array(c.acl_id) AS deciding_acl_ids, CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage,
              array({acl_text_sql('c.')}) AS via
-           FROM _cands c LEFT JOIN ({coverage_sql("_r", src.cov)}) v ON c.cluster_id = v.cluster_id AND c._at = v._at
+           FROM _cands c LEFT JOIN ({coverage_at_sql("_r", src.cov)}) v ON c.cluster_id = v.cluster_id AND c._at = v._at
            WHERE NOT {presentable_host_sql('c.host')} AND {op_match_sql('c.operation', 'c._allow', op)})
 SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
 ORDER BY decision = '{NEVER_MATCHES}', principal != '{WILDCARD_PRINCIPAL}', principal, host"""
@@ -281,12 +289,13 @@ def who_can(spark: SparkSession, lake: Lake, cluster: str, operation: str, resou
     """Every principal (and `everyone`) that could perform `operation` on the resource at that moment, per host,
     through which ACLs; explicit DENYs are listed too (decision DENIED, reason matching_deny), then the ACLs for that
     operation whose host no client can present (decision NEVER_MATCHES)."""
-    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
+    settings = AuthorizerSettings.of(super_users, allow_everyone)
+    op, rtype = _name_of(AclOperation, operation), _name_of(ResourceType, resource_type)
     at = resolve_offset(lake, cluster, offset, time)
-    op = AclOperation.parse(operation).name
-    rtype = ResourceType.parse(resource_type).name
-    df = _run(spark, lake, lambda src: who_can_sql(src, sql_literal(cluster), sql_literal(op), sql_literal(rtype),
-                                                   sql_literal(resource_name), sql_literal(at), settings))
+    df = _run(spark, lake, lambda src, p: who_can_sql(src, p["cluster"], p["operation"], p["resource_type"],
+                                                      p["resource_name"], p["at"], SqlSettings.of_markers()),
+              cluster=cluster, operation=op, resource_type=rtype, resource_name=resource_name, at=at,
+              **settings.params())
     return _finish(df, view)
 
 
@@ -322,7 +331,7 @@ _never AS (SELECT l.cluster_id, l._at AS as_of_offset, l.principal, {_who_sql('l
              l._cl AS certain, '{R_HOST_NEVER_MATCHES}' AS reason, array(l.acl_id) AS deciding_acl_ids,
              CAST(array() AS ARRAY<STRING>) AS uncertain_acl_ids, v.coverage, array({acl_text_sql('l.')}) AS via,
              l.pattern_type
-           FROM _live l LEFT JOIN ({coverage_sql(f"(SELECT {c} AS cluster_id, {at_} AS _at)", src.cov)}) v
+           FROM _live l LEFT JOIN ({coverage_at_sql(f"(SELECT {c} AS cluster_id, {at_} AS _at)", src.cov)}) v
              ON l.cluster_id = v.cluster_id AND l._at = v._at
            WHERE NOT {presentable_host_sql('l.host')})
 SELECT * FROM (SELECT * FROM _main UNION ALL SELECT * FROM _never)
@@ -336,10 +345,10 @@ def what_can(spark: SparkSession, lake: Lake, cluster: str, principal: str, offs
     ACLs), per host, through which ACLs; explicit DENYs listed too; then its ACLs whose host no client can present
     (decision NEVER_MATCHES)."""
     check_principal(principal)
-    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
+    settings = AuthorizerSettings.of(super_users, allow_everyone)
     at = resolve_offset(lake, cluster, offset, time)
-    df = _run(spark, lake, lambda src: what_can_sql(src, sql_literal(cluster), sql_literal(principal),
-                                                    sql_literal(at), settings))
+    df = _run(spark, lake, lambda src, p: what_can_sql(src, p["cluster"], p["principal"], p["at"], SqlSettings.of_markers()),
+              cluster=cluster, principal=principal, at=at, **settings.params())
     return _finish(df, view)
 
 
@@ -380,11 +389,11 @@ def _acl_changes_frame(spark: SparkSession, lake: Lake, cluster: str, start: int
                        ) -> DataFrame:
     order = ", ".join(ACL_FIELDS)
 
-    def build(src: _Sources) -> str:
-        text = acl_changes_sql(src, sql_literal(cluster), sql_literal(start), sql_literal(end))
+    def build(src: _Sources, p: dict[str, str]) -> str:
+        text = acl_changes_sql(src, p["cluster"], p["start"], p["end"])
         return f"SELECT * FROM ({text}) ORDER BY change, {order}"
 
-    return _run(spark, lake, build)
+    return _run(spark, lake, build, cluster=cluster, start=start, end=end)
 
 
 def access_changes_sql(src: _Sources, cluster: str, start: str, end: str, settings: SqlSettings) -> str:
@@ -436,23 +445,12 @@ def access_changes(spark: SparkSession, lake: Lake, cluster: str, start: int | N
 
 def _access_changes_frame(spark: SparkSession, lake: Lake, cluster: str, start: int | None, end: int | None,
                           super_users: str | Sequence[str] | None, allow_everyone: bool) -> DataFrame:
-    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
-    return _run(spark, lake, lambda src: access_changes_sql(src, sql_literal(cluster), sql_literal(start),
-                                                            sql_literal(end), settings))
+    settings = AuthorizerSettings.of(super_users, allow_everyone)
+    return _run(spark, lake, lambda src, p: access_changes_sql(src, p["cluster"], p["start"], p["end"], SqlSettings.of_markers()),
+                cluster=cluster, start=start, end=end, **settings.params())
 
 
 # ---- (d) timeline ----------------------------------------------------------------------------------------------
-
-def _times_sql(rel: str, offset_col: str, out_col: str, times: str, cluster: str) -> str:
-    """`rel` plus `out_col`: the time of the last indexed offset <= `offset_col` (as-of window; no range join)."""
-    return f"""SELECT r.*, f._tt AS {out_col} FROM {rel} r LEFT JOIN (
-  SELECT _o AS _k, _tt FROM (
-    SELECT _o, _tag, last(_t, true) OVER (ORDER BY _o, _tag ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _tt
-    FROM (SELECT t.`offset` AS _o, t.`time` AS _t, 0 AS _tag FROM {times} t WHERE t.cluster_id = {cluster}
-          UNION ALL SELECT DISTINCT {offset_col} AS _o, CAST(NULL AS BIGINT) AS _t, 1 AS _tag FROM {rel}
-          WHERE {offset_col} IS NOT NULL)) WHERE _tag = 1) f
-  ON r.{offset_col} <=> f._k"""
-
 
 def timeline_sql(src: _Sources, cluster: str, principal: str, resource_type: str, resource_name: str,
                  operation: str, settings: SqlSettings) -> str:
@@ -502,7 +500,7 @@ _marked AS (SELECT * FROM (SELECT *, coalesce(lag(_sig) OVER ({w}) != _sig, true
 _iv AS (SELECT cluster_id, _p AS principal, {_who_sql('_p')} AS who, _h AS host, _op AS operation,
           _rtype AS resource_type, _name AS resource_name, _at AS from_offset, lead(_at) OVER ({w}) AS to_offset,
           decision, certain, reason, deciding_acl_ids, uncertain_acl_ids, coverage, acl_texts FROM _marked),
-_pt AS ({_times_sql("_points", "_at", "_t", src.times, c)}),
+_pt AS ({times_of_offsets_sql("_points", "_at", "_t", src.times, c)}),
 _t2 AS (SELECT i.*, f._t AS from_time, t._t AS to_time FROM _iv i LEFT JOIN _pt f ON i.from_offset = f._at
         LEFT JOIN _pt t ON i.to_offset = t._at)
 SELECT * FROM ({_described_sql("_t2", "deciding_acl_ids", "via")})
@@ -520,16 +518,17 @@ def timeline(spark: SparkSession, lake: Lake, cluster: str, principal: str | Non
     The state only changes at lifetime bounds and coverage edges, so decisions are taken at those offsets only.
     """
     if (principal is None) == (resource_name is None or resource_type is None):
-        raise ValueError("give either a principal, or a resource type and name")
+        raise QuestionError("give either a principal, or a resource type and name")
     if principal is not None:
         check_principal(principal)
+    op = _name_of(AclOperation, operation) if operation else None
+    rtype = _name_of(ResourceType, resource_type) if resource_type else None
     require_cluster(lake, cluster)
-    settings = AuthorizerSettings.of(super_users, allow_everyone).sql()
-    op = AclOperation.parse(operation).name if operation else None
-    rtype = ResourceType.parse(resource_type).name if resource_type else None
-    df = _run(spark, lake, lambda src: timeline_sql(src, sql_literal(cluster), sql_literal(principal),
-                                                    sql_literal(rtype), sql_literal(resource_name), sql_literal(op),
-                                                    settings))
+    settings = AuthorizerSettings.of(super_users, allow_everyone)
+    df = _run(spark, lake, lambda src, p: timeline_sql(src, p["cluster"], p["principal"], p["resource_type"],
+                                                       p["resource_name"], p["operation"], SqlSettings.of_markers()),
+              cluster=cluster, principal=principal, resource_type=rtype, resource_name=resource_name, operation=op,
+              **settings.params())
     return _finish(df, view)
 
 
@@ -596,7 +595,7 @@ FROM (SELECT h.*, r.risk, CASE WHEN {at_} IS NULL THEN h.valid_from_exact AND co
             f"_rh AS (SELECT * FROM ({history_sql(src.hist)}) WHERE cluster_id = {c})",
             f"_rp AS ({probes_sql('_res', '_rh')})",
             f"_rn AS ({candidate_counts_sql('_rp', '_rh')})",
-            f"_rc AS ({coverage_sql('_res', src.cov)})",
+            f"_rc AS ({coverage_at_sql('_res', src.cov)})",
             f"""_exposed AS (SELECT r.cluster_id, 'default_exposed' AS risk, {sql_literal(RISKS['default_exposed'])} AS why,
   CAST(NULL AS STRING) AS acl_id, 'TOPIC' AS resource_type, r._name AS resource_name, 'LITERAL' AS pattern_type,
   '{WILDCARD_PRINCIPAL}' AS principal, '*' AS host, 'ALL' AS operation, 'ALLOW' AS permission_type,
@@ -617,8 +616,9 @@ def live_topics(lake: Lake, cluster: str, at: int) -> DataFrame | None:
     records = _records(lake)
     if records is None:
         return None
-    return run_sql(records.sparkSession, live_topics_sql("{records}", sql_literal(cluster), sql_literal(at)),
-                   records=records)
+    values = {"cluster": cluster, "at": at}
+    p = markers(values)
+    return run_sql(records.sparkSession, live_topics_sql("{records}", p["cluster"], p["at"]), values, records=records)
 
 
 def risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | None = None, time: int | None = None,
@@ -634,8 +634,8 @@ def risky_grants(spark: SparkSession, lake: Lake, cluster: str, offset: int | No
         require_cluster(lake, cluster)
     else:
         at = resolve_offset(lake, cluster, offset, time)
-    df = _run(spark, lake, lambda src: risky_grants_sql(src, sql_literal(cluster), sql_literal(at),
-                                                        sql_literal(allow_everyone)))
+    df = _run(spark, lake, lambda src, p: risky_grants_sql(src, p["cluster"], p["at"], p["allow_everyone"]),
+              cluster=cluster, at=at, allow_everyone=allow_everyone)
     return _finish(df, view)
 
 

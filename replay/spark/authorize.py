@@ -21,14 +21,15 @@ way Java prints them by a vectorised UDF on the executors. The decision for name
 (`decide_sql`), run here over DataFrames and embedded as it is in the SQL table functions of `replay.spark.audits`,
 so Python and SQL cannot drift apart.
 
-* time -> offset: an as-of join with `offset_times` (union + running max over time; no range join);
+* time -> offset: an as-of join with `offset_times` (`rules.offsets_at_times_sql`: union + running max over time;
+  no range join);
 * candidates: each resource name becomes probe keys (kind, pattern name): `(L, name)`, `(L, "*")` unless the name
   starts with `*` and is longer than one character (Kafka's quirk, §1.7), and `(P, prefix)` for the prefix lengths
   that PREFIXED ACLs of that (cluster, type) actually have. Candidate ACLs are equi-joins on
   (cluster, type, kind, pattern name);
 * matching ACLs: the same equi-join with the principal added (request principal and `User:*`), then the host,
   operation (ALL; ALLOW implication DESCRIBE <- READ/WRITE/DELETE/ALTER, DESCRIBE_CONFIGS <- ALTER_CONFIGS; DENY
-  exact) and lifetime predicates (`queries.live_sql`);
+  exact) and lifetime predicates (`rules.live_sql`);
 * "does any ACL cover this resource" (what `allow.everyone.if.no.acl.found` depends on) uses a step function per
   resource pattern: the number of lifetimes certainly and possibly live from each change offset on, read with an
   as-of join, so a pattern with thousands of lifetimes (say `*`) costs one row per request, not thousands.
@@ -74,7 +75,7 @@ from typing import Any
 
 import fastavro
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import pandas_udf
@@ -92,15 +93,21 @@ from replay.kafka.model import check_offset
 from replay.kafka.times import format_time
 from replay.spark.frames import join_null_safe
 from replay.spark.queries import (
-    ACL_FIELDS,
     certainly_live,
     last_offset,
     live_or_maybe,
-    live_sql,
     time_of_offset,
     unknown_cluster,
 )
-from replay.spark.tables import Lake
+from replay.spark.rules import (
+    COV_COMPLETE,
+    coverage_at_sql,
+    live_sql,
+    markers,
+    offsets_at_times_sql,
+    run_sql,
+)
+from replay.spark.tables import ACL_FIELDS, Lake, sql_string
 
 ALLOWED, DENIED, UNKNOWN, ERROR = "ALLOWED", "DENIED", "UNKNOWN", "ERROR"
 R_SUPER_USER = "super_user"
@@ -111,8 +118,6 @@ R_ALLOW_EVERYONE = "allow_everyone"
 R_UNCERTAIN = "uncertain_history"
 R_INVALID = "invalid_request"
 R_KAFKA_ERROR = "kafka_error"
-
-COV_COMPLETE, COV_INCOMPLETE, COV_NOT_COVERED = "complete", "incomplete", "not_covered"
 
 REQUEST_COLUMNS = ["cluster_id", "principal", "host", "operation", "resource_type", "resource_name"]
 RESULT_COLUMNS = ["as_of_offset", "decision", "certain", "reason", "deciding_acl_ids", "uncertain_acl_ids",
@@ -150,9 +155,9 @@ class AuthorizerSettings:
            ) -> AuthorizerSettings:
         return cls(parse_super_users(super_users or None), parse_allow_everyone(allow_everyone))
 
-    def sql(self) -> SqlSettings:
-        """The settings as SQL literals (for `decide_sql`)."""
-        return SqlSettings(sql_string_array(sorted(self.super_users)), sql_literal(self.allow_everyone))
+    def params(self) -> dict[str, Any]:
+        """The settings as parameter values, for `SqlSettings.of_markers` (`super_users` sorted: one text per set)."""
+        return {"super_users": sorted(self.super_users), "allow_everyone": self.allow_everyone}
 
 
 @dataclass(frozen=True)
@@ -216,13 +221,8 @@ def with_as_of_offsets(requests: DataFrame, offset_times: DataFrame) -> DataFram
         return requests.withColumn("as_of_offset", off)
     req = requests.withColumn("_tms", _time_ms(F.col("time"), requests.schema["time"].dataType))
     wanted = req.where(F.col("_tms").isNotNull()).select("cluster_id", F.col("_tms").alias("_t")).distinct()
-    marks = offset_times.select("cluster_id", F.col("time").alias("_t"), F.col("offset").alias("_o"),
-                                F.lit(0).alias("_tag"))
-    probes = wanted.select("cluster_id", "_t", F.lit(None).cast("long").alias("_o"), F.lit(1).alias("_tag"))
-    w = (Window.partitionBy("cluster_id").orderBy("_t", "_tag")
-         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    mapped = (marks.unionByName(probes).withColumn("_asof", F.max("_o").over(w))
-              .where(F.col("_tag") == 1).select("cluster_id", F.col("_t").alias("_tms"), "_asof"))
+    mapped = run_sql(requests.sparkSession, offsets_at_times_sql("{probes}", "{times}"), probes=wanted,
+                     times=offset_times).select("cluster_id", F.col("_t").alias("_tms"), F.col("_at").alias("_asof"))
     return (req.join(mapped, ["cluster_id", "_tms"], "left")
             .withColumn("as_of_offset", F.coalesce(off, F.col("_asof"))).drop("_tms", "_asof"))
 
@@ -295,32 +295,21 @@ def normalise(requests: DataFrame) -> tuple[DataFrame, bool]:
 # ---- the decision rules as SQL: one query text for the DataFrame API and the SQL table functions ------------------
 #
 # `decide_sql` (and the helpers below) return Spark SQL text over named relations. Python runs it with
-# `spark.sql(text, keys=df, hist=df, cov=df)` (relations written `{keys}` ...; PySpark's formatter makes them
-# temporary views); the SQL table functions of `replay.spark.audits` embed the same text with the lake's tables
-# and their own parameters. Literal values therefore go through `sql_literal` (braces doubled for the formatter).
+# `rules.run_sql(spark, text, args, keys=df, hist=df, cov=df)` (relations written `{keys}` ...; PySpark's formatter
+# makes them temporary views; the question's values are parameter markers bound to `args`); the SQL table functions
+# of `replay.spark.audits` embed the same text with the lake's tables and their own parameters.
 
 def sql_literal(value: Any) -> str:
-    """A Python value as a Spark SQL literal (strings with backslash escapes; `{`/`}` doubled, because the text is
-    passed through `SparkSession.sql(text, **frames)`, whose formatter reads braces)."""
+    """A constant of the code as a Spark SQL literal, for text that must hold it as such (a SQL function's body
+    cannot hold a parameter marker): `tables.sql_string` with `{`/`}` doubled, because the text may pass through
+    PySpark's formatter; an integer as BIGINT. Values a user asks about go through parameter markers instead."""
     if value is None:
         return "NULL"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return f"CAST({value} AS BIGINT)"
-    text = str(value).replace("\\", "\\\\").replace("'", "\\'").replace("{", "{{").replace("}", "}}")
-    return f"'{text}'"
-
-
-def sql_string_array(values: Sequence[str]) -> str:
-    return f"CAST(array({', '.join(sql_literal(v) for v in values)}) AS ARRAY<STRING>)"
-
-
-def run_sql(spark: SparkSession, text: str, **frames: DataFrame) -> DataFrame:
-    """`spark.sql` over DataFrames named in the text as `{name}`."""
-    if frames:
-        return spark.sql(text, None, **frames)
-    return spark.sql(text.replace("{{", "{").replace("}}", "}"))
+    return sql_string(str(value)).replace("{", "{{").replace("}", "}}")
 
 
 @dataclass(frozen=True)
@@ -329,6 +318,12 @@ class SqlSettings:
 
     super_users: str
     allow_everyone: str
+
+    @classmethod
+    def of_markers(cls) -> SqlSettings:
+        """The markers `AuthorizerSettings.params` binds, for a query run from Python."""
+        m = markers(AuthorizerSettings().params())
+        return cls(m["super_users"], m["allow_everyone"])
 
     @classmethod
     def of_params(cls, super_users: str, allow_everyone: str) -> SqlSettings:
@@ -407,16 +402,6 @@ def candidate_counts_sql(probes: str, hist: str) -> str:
 WHERE _tag = 1 GROUP BY cluster_id, _rtype, _name, _at"""
 
 
-def coverage_sql(ats: str, coverage: str) -> str:
-    """Per (cluster_id, _at) of `ats`: `complete`, `incomplete` or `not_covered`."""
-    return f"""SELECT /*+ BROADCAST(c) */ a.cluster_id, a._at,
-  CASE WHEN NOT coalesce(max(c.kind IN ('log', 'snapshot')), false) THEN '{COV_NOT_COVERED}'
-       WHEN coalesce(max(c.kind = 'incomplete'), false) THEN '{COV_INCOMPLETE}' ELSE '{COV_COMPLETE}' END AS coverage
-FROM (SELECT DISTINCT cluster_id, _at FROM {ats}) a LEFT JOIN {coverage} c
-  ON a.cluster_id = c.cluster_id AND c.start_offset <= a._at AND c.end_offset >= a._at
-GROUP BY a.cluster_id, a._at"""
-
-
 def acl_text_sql(p: str = "") -> str:
     """`TOPIC:PREFIXED:pay User:bob ALLOW READ from *`: one ACL in a line (columns prefixed `p`)."""
     c = {f: p + f for f in ("resource_type", "pattern_type", "resource_name", "principal", "permission_type",
@@ -460,7 +445,7 @@ _dk_m AS (
     count(CASE WHEN _allow THEN 1 END) AS _n_allow,
     map_from_entries(collect_set(named_struct('k', acl_id, 'v', _txt))) AS _texts
   FROM _dk_j GROUP BY {k}),
-_dk_c AS ({coverage_sql("_dk_k", coverage)}),
+_dk_c AS ({coverage_at_sql("_dk_k", coverage)}),
 _dk_d AS (
   SELECT {kk}, coalesce(m._deny_c, {empty}) AS deny_c, coalesce(m._deny_u, {empty}) AS deny_u,
     coalesce(m._allow_c, {empty}) AS allow_c, coalesce(m._allow_u, {empty}) AS allow_u,
@@ -500,8 +485,8 @@ def decide_keys(keys: DataFrame, tables: LakeTables, settings: AuthorizerSetting
     Runs `decide_sql`, the text the SQL audit functions embed too. Public for the audits, which build keys
     directly (host `*` = "a host that no ACL names").
     """
-    d = run_sql(keys.sparkSession, decide_sql("{keys}", "{hist}", "{cov}", settings.sql()),
-                keys=keys.select(*_KEY), hist=tables.history, cov=tables.coverage)
+    d = run_sql(keys.sparkSession, decide_sql("{keys}", "{hist}", "{cov}", SqlSettings.of_markers()),
+                settings.params(), keys=keys.select(*_KEY), hist=tables.history, cov=tables.coverage)
     return d.select(*_KEY, *_DECIDED)
 
 

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from replay.spark.audits import audit_functions
-from replay.spark.queries import ACL_FIELDS, live_sql, state_functions
+from replay.spark.queries import state_functions
+from replay.spark.rules import INCOMPLETE, LOG, MISSING, SNAPSHOT, known_end_sql, live_sql
 from replay.spark.sqlddl import SqlFunction, SqlView
-from replay.spark.tables import ALL_TABLES, Lake, quote_ident
+from replay.spark.tables import ACL_FIELDS, ALL_TABLES, Lake, quote_ident
 
 
 def lake_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
@@ -32,15 +33,14 @@ def lake_views(table_ref: Callable[[str], str]) -> list[SqlView]:
     fields = ", ".join(f"h.{c}" for c in ACL_FIELDS)
     current = (f"SELECT h.cluster_id, {at} AS as_of_offset, h.acl_id, {fields}, CASE WHEN {live} THEN 'certain' "
                "ELSE 'uncertain' END AS certainty, h.valid_from_offset, h.valid_from_time "
-               f"FROM {hist} h JOIN (SELECT cluster_id, max(end_offset) AS last_offset FROM {cov} "
-               "WHERE kind != 'incomplete' GROUP BY cluster_id) l ON h.cluster_id = l.cluster_id "
+               f"FROM {hist} h JOIN (SELECT cluster_id, {known_end_sql()} AS last_offset FROM {cov} "
+               "GROUP BY cluster_id) l ON h.cluster_id = l.cluster_id "
                f"WHERE {maybe}")
-    coverage = ("SELECT cluster_id, min(start_offset) AS first_offset, "
-                "max(CASE WHEN kind != 'incomplete' THEN end_offset END) AS last_offset, "
-                "sum(CASE WHEN kind = 'log' THEN end_offset - start_offset + 1 ELSE 0 END) AS offsets_in_dumps, "
-                "count_if(kind = 'snapshot') AS snapshot_only_ranges, count_if(kind = 'missing') AS missing_ranges, "
-                "count_if(kind = 'incomplete') AS incomplete_ranges, "
-                "count_if(kind = 'missing') = 0 AND count_if(kind = 'incomplete') = 0 AS gapless "
+    coverage = (f"SELECT cluster_id, min(start_offset) AS first_offset, {known_end_sql()} AS last_offset, "
+                f"sum(CASE WHEN kind = '{LOG}' THEN end_offset - start_offset + 1 ELSE 0 END) AS offsets_in_dumps, "
+                f"count_if(kind = '{SNAPSHOT}') AS snapshot_only_ranges, count_if(kind = '{MISSING}') AS missing_ranges, "
+                f"count_if(kind = '{INCOMPLETE}') AS incomplete_ranges, "
+                f"count_if(kind = '{MISSING}') = 0 AND count_if(kind = '{INCOMPLETE}') = 0 AS gapless "
                 f"FROM {cov} GROUP BY cluster_id")
     latest = ("SELECT * EXCEPT (_rank) FROM (SELECT a.*, row_number() OVER (PARTITION BY a.cluster_id "
               f"ORDER BY a.offset DESC NULLS LAST, a.kind, a.message) AS _rank FROM {anomalies} a) WHERE _rank <= 100")

@@ -2,7 +2,9 @@
 
 State as of offset N is a range predicate on `acl_history` (DESIGN.md §4): an ACL is certainly live at N when
 `valid_from_offset <= N < valid_to_min_offset` (open end: no upper bound), and possibly live when N falls in the
-uncertain part of either bound. Time maps to the last offset whose time is <= T through `offset_times`.
+uncertain part of either bound. Time maps to the last offset whose time is <= T through `offset_times`. Each of
+those rules is one SQL text in `replay.spark.rules`: the Python functions here run it with parameter markers, the SQL
+functions embed it.
 """
 
 from __future__ import annotations
@@ -17,22 +19,17 @@ from pyspark.sql import functions as F
 from replay.kafka.acl import AclBinding
 from replay.kafka.model import QuestionError, UnknownClusterError, check_offset
 from replay.kafka.times import format_time
+from replay.spark.rules import (
+    coverage_at_sql,
+    exact_sql,
+    known_end_sql,
+    live_sql,
+    offset_at_time_sql,
+    run_sql,
+    time_of_offset_sql,
+)
 from replay.spark.sqlddl import SqlFunction, plain
-from replay.spark.tables import Lake
-
-ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
-
-
-def live_sql(at: str, h: str = "") -> tuple[str, str]:
-    """(certainly live, certainly or possibly live) at the offset expression `at`, as SQL text over acl_history's
-    columns (with the table alias `h`): DESIGN.md §3's lifetime bounds, written once for every query, SQL function
-    and view (`certainly_live` / `live_or_maybe` are the same text as Columns)."""
-    p = f"{h}." if h else ""
-    certain = (f"({p}valid_from_offset <= {at} AND ({p}valid_to_min_offset IS NULL "
-               f"OR {at} < {p}valid_to_min_offset))")
-    possible = (f"({p}valid_from_min_offset <= {at} AND ({p}valid_to_min_offset IS NULL OR {p}valid_to_offset IS NULL "
-                f"OR {at} < {p}valid_to_offset))")
-    return certain, f"({certain} OR {possible})"
+from replay.spark.tables import ACL_FIELDS, Lake
 
 
 def certainly_live(at: str | int) -> Column:
@@ -64,23 +61,30 @@ class LakeState:
                 "covered": self.covered, "complete": self.complete, "exact": self.exact}
 
 
+def _one_value(lake: Lake, table: str, text: str, **values: Any) -> int | None:
+    """The single value of a rule's one-row query over one of the lake's tables (`{rel}` in `text`), the question's
+    values bound to its markers."""
+    frame = lake.read(table)
+    row = run_sql(frame.sparkSession, text, values, rel=frame).first()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def offset_at_time(lake: Lake, cluster: str, time_ms: int) -> int | None:
-    """DESIGN.md §3.8: the last offset whose time is <= time_ms."""
-    row = (lake.read("offset_times").where((F.col("cluster_id") == cluster) & (F.col("time") <= time_ms))
-           .agg(F.max("offset").alias("o")).first())
-    return None if row is None or row["o"] is None else int(row["o"])
+    """DESIGN.md §3.8: the last offset whose time is <= time_ms (`rules.offset_at_time_sql`)."""
+    return _one_value(lake, "offset_times", offset_at_time_sql("{rel}", ":cluster", "CAST(:time AS BIGINT)"),
+                      cluster=cluster, time=time_ms)
 
 
 def time_of_offset(lake: Lake, cluster: str, offset: int) -> int | None:
-    row = (lake.read("offset_times").where((F.col("cluster_id") == cluster) & (F.col("offset") <= offset))
-           .agg(F.max_by("time", "offset").alias("t")).first())
-    return None if row is None or row["t"] is None else int(row["t"])
+    """The time of the state as of `offset` (`rules.time_of_offset_sql`)."""
+    return _one_value(lake, "offset_times", time_of_offset_sql("{rel}", ":cluster", "CAST(:offset AS BIGINT)"),
+                      cluster=cluster, offset=offset)
 
 
 def last_offset(lake: Lake, cluster: str) -> int | None:
-    row = lake.read("log_coverage").where((F.col("cluster_id") == cluster) & (F.col("kind") != "incomplete")) \
-        .agg(F.max("end_offset").alias("o")).first()
-    return None if row is None or row["o"] is None else int(row["o"])
+    """The end of the cluster's known history (`rules.known_end_sql`); None for a cluster the lake does not hold."""
+    return _one_value(lake, "log_coverage", f"SELECT {known_end_sql()} FROM {{rel}} WHERE cluster_id = :cluster",
+                      cluster=cluster)
 
 
 def known_clusters(lake: Lake) -> list[str]:
@@ -148,13 +152,14 @@ def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | No
     rows = state_frame(lake, cluster, offset).select("acl_id", *ACL_FIELDS, "certainty").collect()
     certain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] == "certain"}
     uncertain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] != "certain"}
-    cov = lake.read("log_coverage").where(
-        (F.col("cluster_id") == cluster) & (F.col("start_offset") <= offset) & (F.col("end_offset") >= offset))
-    kinds = {r["kind"] for r in cov.select("kind").collect()}
-    if not rows and not kinds and last_offset(lake, cluster) is None:  # nothing at all: is the cluster known?
-        raise unknown_cluster(lake, cluster)
+    coverage = lake.read("log_coverage")
+    cov = run_sql(coverage.sparkSession, coverage_at_sql("(SELECT :cluster AS cluster_id, CAST(:at AS BIGINT) AS _at)",
+                                                         "{cov}"), {"cluster": cluster, "at": offset}, cov=coverage).first()
+    assert cov is not None  # one row per asked offset
+    if not rows and not cov["covered"]:  # nothing at all: is the cluster known?
+        require_cluster(lake, cluster)
     return LakeState(cluster, offset, time if time is not None else time_of_offset(lake, cluster, offset),
-                     certain, uncertain, bool(kinds & {"log", "snapshot"}), "incomplete" not in kinds)
+                     certain, uncertain, cov["covered"], cov["complete"])
 
 
 def changes_between(lake: Lake, cluster: str, start: int | None = None, end: int | None = None,
@@ -230,10 +235,8 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
             f"{maybe}")
     returns = f"acl_id STRING, {cols}, certainty STRING, valid_from_offset BIGINT, valid_to_offset BIGINT"
     # the offset for a time comes from a CTE: Spark 4.2 cannot resolve function parameters in a scalar subquery
-    # DESIGN.md §3 rule 8: the last offset whose time is at or before ts (NULL: before the known history)
-    offset_of_time = (f"SELECT max(t.offset) AS {{name}} FROM {times} t WHERE t.cluster_id = cluster "
-                      "AND t.time <= CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)")
-    at_time = f"WITH a AS ({offset_of_time.format(name='at')}) "
+    ts_ms = "CAST(unix_millis(CAST(ts AS TIMESTAMP)) AS BIGINT)"
+    at_time = f"WITH a AS ({offset_at_time_sql(times, 'cluster', ts_ms, 'at')}) "
     at_time_body = at_time + body.format(at="a.at").replace(f"FROM {hist} h WHERE", f"FROM {hist} h, a WHERE")
     events_returns = (f"offset BIGINT, offset_min BIGINT, exact BOOLEAN, time BIGINT, acl_id STRING, change STRING, "
                       f"cause STRING, {cols}")
@@ -241,28 +244,28 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
     events_body = (f"SELECT e.offset, e.offset_min, e.exact, e.time, e.acl_id, e.change, e.cause, {ev_cols} "
                    f"FROM {events} e WHERE e.cluster_id = cluster AND e.offset > from_offset AND e.offset <= to_offset")
     coverage_body = (
-        "WITH k AS (SELECT max(CASE WHEN c.kind IN ('log', 'snapshot') THEN 1 ELSE 0 END) AS known, "
-        "max(CASE WHEN c.kind = 'incomplete' THEN 1 ELSE 0 END) AS unsure FROM {cov} c{also} WHERE c.cluster_id = cluster "
-        "AND c.start_offset <= {at} AND c.end_offset >= {at}), "
+        "WITH v AS ({coverage}), "
         # counts filter in WHERE: Spark rejects aggregates whose argument mixes parameters and columns
         "s AS (SELECT count(*) AS certain FROM {hist} h{also} WHERE h.cluster_id = cluster AND {live}), "
         "u AS (SELECT count(*) AS uncertain FROM {hist} h{also} WHERE h.cluster_id = cluster "
         "AND ({maybe}) AND NOT ({live})) "
-        "SELECT {at} AS as_of_offset, coalesce(k.known, 0) = 1 AS covered, coalesce(k.unsure, 0) = 0 AS complete, "
-        "coalesce(k.known, 0) = 1 AND coalesce(k.unsure, 0) = 0 AND u.uncertain = 0 AS exact, "
-        "s.certain AS certain_acls, u.uncertain AS uncertain_acls FROM k, s, u{also}"
+        "SELECT {at} AS as_of_offset, v.covered, v.complete, {exact} AS exact, "
+        "s.certain AS certain_acls, u.uncertain AS uncertain_acls FROM v, s, u{also}"
     )
     coverage_returns = ("as_of_offset BIGINT, covered BOOLEAN, complete BOOLEAN, exact BOOLEAN, certain_acls BIGINT, "
                         "uncertain_acls BIGINT")
 
     def coverage_sql(at: str, also: str = "") -> str:
-        return coverage_body.format(cov=cov, hist=hist, at=at, also=also, live=live.format(at=at),
-                                    maybe=maybe.format(at=at))
+        """acl_coverage_at's body at the offset expression `at` (`also`: `, a` when `at` comes from the CTE `a`)."""
+        ats = f"(SELECT cluster AS cluster_id, {at} AS _at{' FROM a' if also else ''})"
+        return coverage_body.format(coverage=coverage_at_sql(ats, cov), hist=hist, at=at, also=also,
+                                    live=live.format(at=at), maybe=maybe.format(at=at),
+                                    exact=exact_sql("v.covered", "v.complete", "u.uncertain"))
 
     # a time before the cluster's known history has no offset
-    time_offset = f", ({offset_of_time.format(name='_at')}) ta"
+    time_offset = f", ({offset_at_time_sql(times, 'cluster', ts_ms, '_at')}) ta"
     time_checks = [UNKNOWN_CLUSTER_CHECK, _before_history("ta._at", "ts")]
-    cov_at_time = at_time.rstrip() + ", " + coverage_sql("a.at", ", a").replace("WITH k AS", "k AS", 1)
+    cov_at_time = at_time.rstrip() + ", " + coverage_sql("a.at", ", a").replace("WITH v AS", "v AS", 1)
     return [
         SqlFunction("acl_state_at", "cluster STRING, at_offset BIGINT", returns,
                     "The ACLs live in a cluster as of a log offset of __cluster_metadata: certainty is certain, or "

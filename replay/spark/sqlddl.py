@@ -1,7 +1,7 @@
 """A SQL function or view of the lake as data, so one definition gives both the temporary registration of a Python
 session and the persistent DDL that `kraft-replay install-sql` runs or prints for a SQL warehouse.
 
-Bodies are kept in the form `replay.spark.authorize.run_sql` reads (braces doubled): the audits' text also runs
+Bodies are kept in the form `replay.spark.rules.run_sql` reads (braces doubled): the audits' text also runs
 through PySpark's formatter with DataFrames. `plain` undoes it for DDL that goes anywhere else.
 """
 

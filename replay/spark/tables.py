@@ -21,9 +21,10 @@ so it also works over Spark Connect and on Databricks.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -38,6 +39,8 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
+
+from replay.kafka.acl import AclBinding
 
 DEFAULT_LAKE = "./lakehouse"
 
@@ -88,15 +91,21 @@ def _f(name: str, dtype: DataType, comment: str, nullable: bool = True) -> Struc
 
 _CLUSTER = _f("cluster_id", StringType(), "the cluster this row belongs to (the user's name or Kafka's cluster.id)",
               nullable=False)
-_ACL_FIELDS = [
-    _f("resource_type", StringType(), "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)"),
-    _f("resource_name", StringType(), "resource name or prefix"),
-    _f("pattern_type", StringType(), "PatternType enum name (LITERAL, PREFIXED, ...)"),
-    _f("principal", StringType(), "principal, e.g. User:alice"),
-    _f("host", StringType(), "host, * for any"),
-    _f("operation", StringType(), "AclOperation enum name (READ, WRITE, ALL, ...)"),
-    _f("permission_type", StringType(), "AclPermissionType enum name (ALLOW, DENY)"),
-]
+# An ACL's fields, in `AclBinding`'s order (so `AclBinding(*(row[c] for c in ACL_FIELDS))` reads a row): the one list
+# every table, query and SQL function of the lake takes them from.
+ACL_FIELDS = [f.name for f in dataclasses.fields(AclBinding)]
+
+
+def _acl_columns(comments: Sequence[str]) -> list[StructField]:
+    """The ACL fields as string columns, with a comment each (in ACL_FIELDS' order)."""
+    return [_f(name, StringType(), comment) for name, comment in zip(ACL_FIELDS, comments, strict=True)]
+
+
+# metadata_records: what a record holds, any value a raw log may carry
+_RECORD_ACL_COLUMNS = _acl_columns([
+    "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)", "resource name or prefix",
+    "PatternType enum name (LITERAL, PREFIXED, ...)", "principal, e.g. User:alice", "host, * for any",
+    "AclOperation enum name (READ, WRITE, ALL, ...)", "AclPermissionType enum name (ALLOW, DENY)"])
 
 METADATA_RECORDS_SCHEMA = StructType([
     _CLUSTER,
@@ -125,7 +134,7 @@ METADATA_RECORDS_SCHEMA = StructType([
     _f("record_type", StringType(), "type name, e.g. ACCESS_CONTROL_ENTRY_RECORD or SNAPSHOT_HEADER"),
     _f("payload_json", StringType(), "the record as Kafka's JSON text (what kafka-dump-log prints as payload)"),
     _f("acl_id", StringType(), "ACL records: the ACL's id (Kafka's base64url UUID text)"),
-    *_ACL_FIELDS,
+    *_RECORD_ACL_COLUMNS,
     _f("raw_key", BinaryType(), "the record's key bytes as stored"),
     _f("raw_value", BinaryType(), "the record's value bytes as stored"),
     _f("decode_error", StringType(), "why the value did not decode (the raw bytes are still here)"),
@@ -149,14 +158,11 @@ QUARANTINE_SCHEMA = StructType([
 ])
 
 # ---- the replay's tables (DESIGN.md §4), written by replay.spark.replay; the lake owns every table's schema
-ACL_FIELDS = ["resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
-ACL_COLUMNS = [_f("resource_type", StringType(), "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)"),
-               _f("resource_name", StringType(), "resource name, or prefix for a PREFIXED pattern"),
-               _f("pattern_type", StringType(), "PatternType enum name (LITERAL, PREFIXED)"),
-               _f("principal", StringType(), "principal, e.g. User:alice; User:* is every principal"),
-               _f("host", StringType(), "host the ACL applies to as Kafka stores it; * for any"),
-               _f("operation", StringType(), "AclOperation enum name (READ, WRITE, ALL, ...)"),
-               _f("permission_type", StringType(), "AclPermissionType enum name (ALLOW, DENY)")]
+ACL_COLUMNS = _acl_columns([
+    "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)", "resource name, or prefix for a PREFIXED pattern",
+    "PatternType enum name (LITERAL, PREFIXED)", "principal, e.g. User:alice; User:* is every principal",
+    "host the ACL applies to as Kafka stores it; * for any", "AclOperation enum name (READ, WRITE, ALL, ...)",
+    "AclPermissionType enum name (ALLOW, DENY)"])
 _ACL_ID = _f("acl_id", StringType(), "the ACL's id as Kafka prints it (base64url UUID); never reused", nullable=False)
 
 

@@ -231,8 +231,9 @@ def test_presentable_hosts_in_sql_are_those_java_renders_as_themselves(spark: An
 
 
 def test_wrong_questions_to_the_python_audits_raise(spark: Any, lake: MemLake) -> None:
-    """Issue 18 item 5: the Python audits refuse what the SQL functions refuse (an unknown cluster, a negative
-    offset, a time before the known history, a principal without its type) instead of answering with no rows."""
+    """Issue 18 item 5, issue 14: the Python audits refuse what the SQL functions refuse (an unknown cluster, a
+    negative offset, a time before the known history, a principal without its type, an operation or resource type
+    Kafka would not parse) with the typed errors of the state questions, instead of answering with no rows."""
     from replay.kafka.model import QuestionError, UnknownClusterError
     from replay.spark import audits
 
@@ -260,6 +261,20 @@ def test_wrong_questions_to_the_python_audits_raise(spark: Any, lake: MemLake) -
         audits.acl_changes(spark, lake, "c", -2, 12)
     with pytest.raises(QuestionError, match="offset -3 is negative"):
         audits.access_changes(spark, lake, "c", 0, -3)
+    # fields Kafka would not parse, and a timeline asked about neither a principal nor a resource: typed errors,
+    # raised before any Spark job, as `authorize_one` refuses them (the SQL functions raise errors for them too)
+    with pytest.raises(QuestionError, match="unknown AclOperation 'FROB'"):
+        audits.audit_who_can(spark, lake, "c", "FROB", "TOPIC", "payments", offset=12)
+    with pytest.raises(QuestionError, match="unknown ResourceType 'TOPICS'"):
+        audits.audit_who_can(spark, lake, "c", "READ", "TOPICS", "payments", offset=12)
+    with pytest.raises(QuestionError, match="unknown AclOperation 'FROB'"):
+        audits.audit_timeline(spark, lake, "c", principal="User:bob", operation="FROB")
+    with pytest.raises(QuestionError, match="unknown ResourceType 'TOPICS'"):
+        audits.audit_timeline(spark, lake, "c", resource_type="TOPICS", resource_name="payments")
+    with pytest.raises(QuestionError, match="give either a principal, or a resource type and name"):
+        audits.audit_timeline(spark, lake, "c", resource_type="TOPIC")
+    with pytest.raises(QuestionError, match="give either a principal, or a resource type and name"):
+        audits.audit_timeline(spark, lake, "c", principal="User:bob", resource_type="TOPIC", resource_name="x")
     assert audits.acl_changes(spark, lake, "c", -1, 12).count() > 0  # -1: before the first record
 
 

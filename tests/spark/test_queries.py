@@ -133,3 +133,21 @@ def test_delta_time_travel_over_ingests_survives_a_copy(spark: Any, lake: Any, t
     assert copied == now
     props = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.`{copy}`").collect()}
     assert props.get("delta.enableInCommitTimestamps") == "true"
+
+
+def test_question_values_are_parameter_markers(spark: Any) -> None:
+    """What a user asks about reaches Spark as a parameter value, never as SQL text (`rules.run_sql`), typed as a
+    literal would be, also in a Delta session, whose parser drops parameter values unless Spark binds them in the
+    analyzer (delta-io/delta#7640); the session's setting is left as it was."""
+    from replay.spark.rules import BIND_IN_ANALYZER, markers, run_sql
+
+    values = {"name": "it's {x}; DROP TABLE acl_history; --", "at": 7, "users": [], "flag": True, "none": None}
+    p = markers(values)
+    assert p["at"] == "CAST(:at AS BIGINT)" and p["users"] == "CAST(:users AS ARRAY<STRING>)" and p["name"] == ":name"
+    before = spark.conf.get(BIND_IN_ANALYZER, None)
+    frame = spark.createDataFrame([(1,)], "n int")
+    df = run_sql(spark, f"SELECT {', '.join(f'{m} AS {k}' for k, m in p.items())} FROM {{frame}}", values,
+                 frame=frame)
+    assert df.first().asDict() == values
+    assert dict(df.dtypes)["at"] == "bigint" and dict(df.dtypes)["users"] == "array<string>"
+    assert spark.conf.get(BIND_IN_ANALYZER, None) == before

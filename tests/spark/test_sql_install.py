@@ -1,5 +1,7 @@
 """Persistent SQL (`kraft-replay install-sql`): the functions and views installed in a Hive metastore by one process
-answer, in a plain PySpark process that never imports this package, exactly what the Python API answers."""
+answer, in a plain PySpark process that never imports this package, exactly what the Python API answers; for a
+directory lake (functions in a schema of their own, reading the tables by path) and for a catalog lake (the same
+tables registered in a schema, the functions installed next to them)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,28 @@ import pytest
 from test_audits import _norm  # type: ignore[import-not-found]
 
 from replay import cli
+from replay.spark.tables import ALL_TABLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 CLIENT = Path(__file__).with_name("sql_client.py")
+
+# One process installs both variants (one JVM start): the directory lake's functions into `kr`, then the same lake's
+# tables registered as external tables of the schema `lk` (a catalog lake), and its functions installed there.
+INSTALL_BOTH = """
+import sys
+from pyspark.sql import SparkSession
+from replay import cli
+from replay.spark.tables import ALL_TABLES
+from replay.spark.tables import sql_string
+lake, *tables = sys.argv[1:]
+assert cli.main(["install-sql", "--lake", lake, "--schema", "kr"]) == 0
+spark = SparkSession.getActiveSession()
+spark.sql("CREATE SCHEMA IF NOT EXISTS lk")
+for t in tables:
+    spark.sql(f"CREATE TABLE lk.{t} USING DELTA LOCATION {sql_string(lake + '/' + t)}")
+assert cli.main(["install-sql", "--catalog", "spark_catalog.lk"]) == 0
+"""
 
 
 def _hive(tmp: Path) -> dict[str, str]:
@@ -44,6 +64,11 @@ def test_printed_ddl_is_plain_persistent_sql(tmp_path: Path) -> None:
     assert f"delta.`{tmp_path / 'lake'}/acl_history`" in ddl
     err = io.StringIO()
     assert cli.main(["install-sql", "--lake", str(tmp_path / "lake"), "--print"], err) == 2  # no schema: usage
+
+
+def _in_catalog(query: str) -> str:
+    """The same call to the catalog lake's functions and views (schema `lk`) instead of the directory lake's."""
+    return query.replace(" kr.", " lk.")
 
 
 def _questions(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tuple[str, str], principal: str
@@ -131,10 +156,12 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
 
     hive = _hive(tmp_path)
     env = {**os.environ, "PYSPARK_SUBMIT_ARGS": _hive_submit_args(hive), "KRAFT_REPLAY_SPARK_MASTER": "local[2]"}
-    done = subprocess.run([sys.executable, "-m", "replay.cli", "install-sql", "--lake", sample_lake.location,
-                           "--schema", "kr"], env=env, capture_output=True, text=True, timeout=600)
+    tables = [t for t in ALL_TABLES if sample_lake.exists(t)]
+    done = subprocess.run([sys.executable, "-c", INSTALL_BOTH, sample_lake.location, *tables], env=env,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "installed 11 functions and 3 views in kr" in done.stdout
+    assert "installed 11 functions and 3 views in kr over " in done.stdout
+    assert "installed 11 functions and 3 views in `spark_catalog`.`lk` over spark_catalog.lk" in done.stdout
 
     errors = {"SELECT * FROM kr.acl_state_at('no-such-cluster', 3)": "has no replayed history in the lake",
               f"SELECT * FROM kr.acl_coverage_at('{c}', -1)": "offset -1 is negative",
@@ -146,8 +173,11 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
     views = [f"SELECT * FROM kr.cluster_coverage WHERE cluster_id = '{c}'",
              f"SELECT count(*) AS n FROM kr.anomalies_latest WHERE cluster_id = '{c}'",
              "DESCRIBE FUNCTION EXTENDED kr.acl_who_can"]
+    # the catalog lake: every call again, in its own schema, over the registered tables
+    in_catalog = [_in_catalog(q) for q in [*questions, *views]]
+    errors[_in_catalog("SELECT * FROM kr.acl_state_at('no-such-cluster', 3)")] = "has no replayed history in the lake"
     spec = {"jars": local_conf("local[2]", "x", "1g")["spark.jars"], **hive,
-            "queries": [*questions, *errors, *views]}
+            "queries": [*questions, *errors, *views, *in_catalog]}
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out, err = tmp_path / "client.out", tmp_path / "client.err"  # files: a full pipe would stall the client
     with out.open("w") as o, err.open("w") as e, subprocess.Popen(
@@ -161,18 +191,20 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
     assert results.pop() == {"replay_imported": False}
     got = {r["query"]: r for r in results}
     for query, want in expected.items():
-        assert "error" not in got[query], (query, got[query])
-        assert want, query  # every case has something to compare
-        assert _norm(got[query]["rows"]) == _norm(json.loads(json.dumps(want, default=str))), query
+        for asked in (query, _in_catalog(query)):
+            assert "error" not in got[asked], (asked, got[asked])
+            assert want, asked  # every case has something to compare
+            assert _norm(got[asked]["rows"]) == _norm(json.loads(json.dumps(want, default=str))), asked
     for query, message in errors.items():
         assert message in got[query].get("error", ""), (query, got[query])
-    (cov,) = got[views[0]]["rows"]
-    assert cov["last_offset"] == end and cov["first_offset"] == 0
-    (n,) = got[views[1]]["rows"]
     anomalies = sample_lake.read("anomalies").where(F.col("cluster_id") == c).count()
-    assert n["n"] == min(100, anomalies)
-    described = " ".join(str(v) for r in got[views[2]]["rows"] for v in r.values())
-    assert "Who could perform the operation" in described
+    for coverage, latest, function in (views, [_in_catalog(v) for v in views]):
+        (cov,) = got[coverage]["rows"]
+        assert cov["last_offset"] == end and cov["first_offset"] == 0
+        (n,) = got[latest]["rows"]
+        assert n["n"] == min(100, anomalies)
+        described = " ".join(str(v) for r in got[function]["rows"] for v in r.values())
+        assert "Who could perform the operation" in described
 
 
 def test_sql_command_names_the_lakes_tables(spark: Any, sample_lake: Any) -> None:
