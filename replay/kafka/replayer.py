@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import BinaryIO, NamedTuple, overload
 
+from . import anomaly_text as msg
 from .acl import AclBinding
 from .model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from .model import ACL_ENTRY_RECORD as ACL_ENTRY
@@ -829,7 +830,7 @@ class Replayer:
                 self._anomalies.append(
                     Problem(
                         ProblemKind.SKIPPED_BAD_BATCH,
-                        "batch with a bad CRC is not applied (Kafka's recovery truncates the log there)",
+                        msg.BAD_CRC_BATCH,
                         item.source,
                         header.position,
                         header.base_offset,
@@ -912,13 +913,13 @@ class Replayer:
             first = False
         if not header_seen and "snapshot_no_header" not in problems:
             self._anomalies.append(
-                Problem(ProblemKind.SNAPSHOT_NO_HEADER, "snapshot does not start with a SnapshotHeader; not loaded",
+                Problem(ProblemKind.SNAPSHOT_NO_HEADER, msg.SNAPSHOT_NO_HEADER,
                         source, 0, end_offset - 1)
             )
             problems.append("snapshot_no_header")
         if not footer_seen and "snapshot_no_footer" not in problems:
             self._anomalies.append(
-                Problem(ProblemKind.SNAPSHOT_NO_FOOTER, "snapshot has no SnapshotFooter (incomplete); not loaded",
+                Problem(ProblemKind.SNAPSHOT_NO_FOOTER, msg.SNAPSHOT_NO_FOOTER,
                         source, None, end_offset - 1)
             )
             problems.append("snapshot_no_footer")
@@ -926,8 +927,8 @@ class Replayer:
             kinds = ", ".join(sorted(set(problems)))
             self._anomalies.append(
                 Problem(ProblemKind.SNAPSHOT_NOT_LOADED,
-                        f"snapshot {end_offset}-{epoch} is not loaded: problem(s) inside it ({kinds}), so its ACL set "
-                        "is not known", source, None, end_offset - 1)
+                        msg.SNAPSHOT_NOT_LOADED.format(end_offset=end_offset, epoch=epoch, kinds=kinds), source, None,
+                        end_offset - 1)
             )
             return
         if end_offset <= 0:
@@ -1036,15 +1037,15 @@ class Replayer:
             winner = ranked[0]
             for loser in ranked[1:]:
                 if loser.epoch != winner.epoch:
-                    why = (f"epoch {winner.epoch} from {winner.source} wins over epoch {loser.epoch} from "
-                           f"{loser.source} (a truncated uncommitted suffix)")
+                    why = msg.OLDER_EPOCH_LOSES.format(winner_epoch=winner.epoch, winner_source=winner.source,
+                                                        epoch=loser.epoch, source=loser.source)
                 elif loser.text == winner.text:
-                    why = (f"two copies with epoch {winner.epoch} differ ({winner.source} is used, {loser.source} is "
-                           "not): the same epoch means the same record, so one copy is damaged")
+                    why = msg.DAMAGED_COPY.format(epoch=winner.epoch, winner_source=winner.source,
+                                                   source=loser.source)
                 else:
                     continue  # dump-log text and a binary copy of the same record
                 divergences.append((first_seen[offset], Problem(
-                    ProblemKind.DIVERGENCE, f"two different records at offset {offset}: {why}", loser.source,
+                    ProblemKind.DIVERGENCE, msg.TWO_RECORDS.format(offset=offset, why=why), loser.source,
                     loser.position, offset)))
             chosen.add(offset, offset, winner.row)
             if winner.record is not None:
@@ -1064,8 +1065,7 @@ class Replayer:
                         self._anomalies.append(
                             Problem(
                                 ProblemKind.DIVERGENCE,
-                                f"record at offset {offset} has epoch {epoch} below epoch {max_epoch} of an earlier "
-                                "record: part of a truncated uncommitted suffix, not applied",
+                                msg.EPOCH_BELOW_EARLIER.format(offset=offset, epoch=epoch, max_epoch=max_epoch),
                                 source,
                                 position,
                                 offset,
@@ -1112,8 +1112,9 @@ class Replayer:
             if other.acls != ranked[0].acls:
                 self._anomalies.append(
                     Problem(ProblemKind.DIVERGENCE,
-                            f"two snapshots end at {end_offset} with different ACLs; epoch {ranked[0].epoch} from "
-                            f"{ranked[0].source} wins", other.source, None, end_offset - 1)
+                            msg.SNAPSHOTS_DIFFER.format(end_offset=end_offset, winner_epoch=ranked[0].epoch,
+                                                         winner_source=ranked[0].source),
+                            other.source, None, end_offset - 1)
                 )
         return ranked[0]
 
@@ -1177,12 +1178,8 @@ def gap_problems(coverage: list[CoverageRange], snapshot_points: list[int]) -> l
         if r.kind != CoverageKind.MISSING:
             continue
         after = [s for s in snapshot_points if s > r.end_offset]
-        if after:
-            tail = (f"the snapshot at offset {min(after)} bridges it: ACLs live there are known, changes inside the "
-                    "hole have uncertain offsets")
-        else:
-            tail = "no later snapshot bridges it: ACLs created there are unknown from then on"
-        out.append(Problem(ProblemKind.GAP, f"offsets {r.start_offset}..{r.end_offset} are in no dump; {tail}",
+        tail = msg.GAP_BRIDGED.format(bridge=min(after)) if after else msg.GAP_NOT_BRIDGED
+        out.append(Problem(ProblemKind.GAP, msg.GAP.format(start=r.start_offset, end=r.end_offset, tail=tail),
                            None, None, r.start_offset))
     return out
 
@@ -1227,9 +1224,8 @@ def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | Non
         if key == TXN_BEGIN:
             if is_open and not hole:
                 assert opener is not None
-                anomalies.append(Problem(ProblemKind.NESTED_BEGIN,
-                                         f"BeginTransaction inside the transaction begun at offset {opener.offset}; "
-                                         "ignored, the open transaction continues", m.source, m.position, m.offset))
+                anomalies.append(Problem(ProblemKind.NESTED_BEGIN, msg.NESTED_BEGIN.format(opener=opener.offset),
+                                         m.source, m.position, m.offset))
             else:
                 opener = m
             is_open = True
@@ -1239,7 +1235,7 @@ def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | Non
             elif not is_open and not hole:
                 kind, name = ((ProblemKind.END_WITHOUT_BEGIN, "EndTransaction") if key == TXN_END
                               else (ProblemKind.ABORT_WITHOUT_BEGIN, "AbortTransaction"))
-                anomalies.append(Problem(kind, f"{name} without Begin; ignored", m.source, m.position, m.offset))
+                anomalies.append(Problem(kind, msg.WITHOUT_BEGIN.format(marker=name), m.source, m.position, m.offset))
             is_open = False
         open_after.append(is_open)
         prev_offset = m.offset
@@ -1281,8 +1277,7 @@ def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | Non
             outcome(e, nxt)
     if is_open and opener is not None and (last is None or runs.unknown_min(markers[-1].offset, last) is None):
         anomalies.append(Problem(ProblemKind.PENDING_TRANSACTION,
-                                 f"transaction begun at offset {opener.offset} is still open at the end of the "
-                                 f"input; its {pending} held record(s) are invisible", opener.source,
+                                 msg.PENDING_TRANSACTION.format(opener=opener.offset, held=pending), opener.source,
                                  opener.position, opener.offset))
     return visible, spanning_ends
 
@@ -1347,8 +1342,8 @@ class ReplayState:
             same = current.binding == binding
             self.anomalies.append(
                 Problem(ProblemKind.DUPLICATE_ID,
-                        f"ACL id {acl_id} created again while live ({'same' if same else 'different'} content); "
-                        "the new record replaces it", entry.source, entry.position, entry.offset)
+                        msg.DUPLICATE_ID.format(acl_id=acl_id, content="same" if same else "different"),
+                        entry.source, entry.position, entry.offset)
             )
             if not same:
                 self._remove(acl_id, offset, offset, time, Cause.REPLACE, entry.offset)
@@ -1361,10 +1356,9 @@ class ReplayState:
             from_hole = not seen_before and self.runs.unknown_min(self.prev_snapshot, offset - 1) is not None
             if from_hole:
                 self.stray_remove = max(self.stray_remove, offset)
-            hint = " (it was created in an earlier hole, so the history before it is incomplete)" if from_hole else ""
+            hint = msg.UNKNOWN_REMOVE_FROM_HOLE if from_hole else ""
             self.anomalies.append(
-                Problem(ProblemKind.UNKNOWN_REMOVE,
-                        f"RemoveAccessControlEntry for unknown ACL id {acl_id}; ignored{hint}",
+                Problem(ProblemKind.UNKNOWN_REMOVE, msg.UNKNOWN_REMOVE.format(acl_id=acl_id, hint=hint),
                         entry.source, entry.position, entry.offset)
             )
 
@@ -1416,7 +1410,7 @@ class ReplayState:
         if only_snap or only_log or changed:
             self.anomalies.append(
                 Problem(ProblemKind.SNAPSHOT_MISMATCH,
-                        mismatch_message(snap.end_offset, snap.epoch, only_snap, only_log, changed),
+                        msg.mismatch_message(snap.end_offset, snap.epoch, only_snap, only_log, changed),
                         snap.source, None, q)
             )
         for acl_id in [*touched, *snap.acls]:
@@ -1442,12 +1436,3 @@ class ReplayState:
 
     def lifetimes(self) -> list[AclLifetime]:
         return sorted([*self.done, *self.live.values()], key=lambda life: (life.valid_from_offset, life.acl_id))
-
-
-def mismatch_message(end_offset: int, epoch: int, only_snap: list[str], only_log: list[str],
-                     changed: list[str]) -> str:
-    """The text of a `snapshot_mismatch` (the Spark replay writes the same text)."""
-    return (f"snapshot {end_offset}-{epoch} disagrees with the log before it: {len(only_snap)} ACL(s) only in the "
-            f"snapshot {sorted(only_snap)[:5]}, {len(only_log)} only in the log {sorted(only_log)[:5]}, "
-            f"{len(changed)} with other content {sorted(changed)[:5]}; the snapshot is loaded")
-

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 
@@ -14,3 +15,21 @@ def join_null_safe(left: DataFrame, right: DataFrame, key: Sequence[str], how: s
     compares a column with itself is one Spark warns about ("trivially true") and must then guess apart."""
     renamed = right.select(*[F.col(c).alias(prefix + c) for c in right.columns])
     return left.join(renamed, [left[c].eqNullSafe(renamed[prefix + c]) for c in key], how)
+
+
+def filled(template: str, **fields: Column | str) -> Column:
+    """A `replay.kafka.anomaly_text` template filled from columns, row by row: the text `template.format(...)` gives
+    the reference replayer for the same values (numbers and strings print alike in both; a NULL prints as `null`)."""
+    parts, args = [], []
+    for literal, name, spec, conversion in string.Formatter().parse(template):
+        parts.append(literal.replace("%", "%%"))
+        if name is None:
+            continue
+        if spec or conversion:
+            raise ValueError(f"template field {name!r} has a format spec or conversion, which SQL cannot mirror")
+        value = fields[name]
+        args.append(F.col(value) if isinstance(value, str) else value)
+        parts.append("%s")
+    if not args:
+        return F.lit("".join(parts))
+    return F.format_string("".join(parts), *args)

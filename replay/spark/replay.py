@@ -41,6 +41,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from replay.kafka import anomaly_text as msg
 from replay.kafka.model import (
     ABORT_TRANSACTION_RECORD,
     ACL_ENTRY_RECORD,
@@ -51,6 +52,7 @@ from replay.kafka.model import (
     ProblemKind,
 )
 from replay.spark import resume
+from replay.spark.frames import filled
 from replay.spark.ordered import Running, bucket_offsets, desc_key, islands, with_missing, with_running
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
@@ -94,8 +96,8 @@ def _binding_key(prefix: str = "") -> Column:
 
 
 def _py_list(ids: Column) -> Column:
-    """Up to five sorted ids rendered like a Python list (`['a', 'b']`), as the reference's messages are."""
-    quoted = F.transform(F.slice(F.array_sort(ids), 1, 5), lambda x: F.concat(F.lit("'"), x, F.lit("'")))
+    """The first sorted ids rendered like a Python list (`['a', 'b']`), as the reference's messages are."""
+    quoted = F.transform(F.slice(F.array_sort(ids), 1, msg.MISMATCH_LISTED), lambda x: F.concat(F.lit("'"), x, F.lit("'")))
     return F.concat(F.lit("["), F.array_join(quoted, ", "), F.lit("]"))
 
 
@@ -115,7 +117,7 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
     bad = (log.where(~F.col("crc_ok"))
            .groupBy("cluster_id", "source_file", "file_position").agg(F.min("batch_base_offset").alias("offset")))
     anomalies = _anomaly(bad, ProblemKind.SKIPPED_BAD_BATCH, "offset", "source_file", "file_position",
-                         F.lit("batch with a bad CRC is not applied (Kafka's recovery truncates the log there)"))
+                         filled(msg.BAD_CRC_BATCH))
     good = log.where(F.col("crc_ok")).withColumn("is_text", F.col("source_kind") == "dump_log_text")
     # The winner of an offset is its first copy by epoch (highest) and preference; the other copies that are the
     # same record (same epoch and bytes) are not findings, and each other record found there is reported once.
@@ -133,15 +135,14 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
     older = losers.where(F.col("leader_epoch") != F.col("_w_epoch"))
     anomalies = anomalies.unionByName(_anomaly(
         older, ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
-        F.format_string("two different records at offset %d: epoch %d from %s wins over epoch %d from %s "
-                        "(a truncated uncommitted suffix)", "offset", "_w_epoch", "_w_src", "leader_epoch",
-                        "source_file")))
+        filled(msg.TWO_RECORDS, offset="offset", why=filled(
+            msg.OLDER_EPOCH_LOSES, winner_epoch="_w_epoch", winner_source="_w_src", epoch="leader_epoch",
+            source="source_file"))))
     damaged = losers.where((F.col("leader_epoch") == F.col("_w_epoch")) & (F.col("is_text") == F.col("_w_text")))
     anomalies = anomalies.unionByName(_anomaly(
         damaged, ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
-        F.format_string("two different records at offset %d: two copies with epoch %d differ (%s is used, %s is "
-                        "not): the same epoch means the same record, so one copy is damaged", "offset", "_w_epoch",
-                        "_w_src", "source_file")))
+        filled(msg.TWO_RECORDS, offset="offset", why=filled(
+            msg.DAMAGED_COPY, epoch="_w_epoch", winner_source="_w_src", source="source_file"))))
     winners = ranked.where("_rank = 1").select(*_RESOLVED_COLUMNS)
     marked = with_running(winners, "offset", ["offset"], [Running("_prev_max", "max_before", F.col("leader_epoch"))],
                           size).withColumn("_prev_max", F.coalesce(F.col("_prev_max"), F.lit(-1)))
@@ -153,8 +154,7 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
     anomalies = anomalies.unionByName(_anomaly(
         marked.where(F.col("leader_epoch") < F.col("_prev_max")), ProblemKind.DIVERGENCE, "offset", "source_file",
         "file_position",
-        F.format_string("record at offset %d has epoch %d below epoch %d of an earlier record: part of a truncated "
-                        "uncommitted suffix, not applied", "offset", "leader_epoch", "_prev_max")))
+        filled(msg.EPOCH_BELOW_EARLIER, offset="offset", epoch="leader_epoch", max_epoch="_prev_max")))
     resolved = marked.where(F.col("leader_epoch") >= F.col("_prev_max")).drop("_prev_max")
     return resolved, anomalies
 
@@ -239,15 +239,14 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
     anomalies = (
         _anomaly(copies.where(~F.col("has_header") & ~F.array_contains("_found", "snapshot_no_header")),
                  ProblemKind.SNAPSHOT_NO_HEADER, at, "source_file", F.lit(0),
-                 F.lit("snapshot does not start with a SnapshotHeader; not loaded"))
+                 filled(msg.SNAPSHOT_NO_HEADER))
         .unionByName(_anomaly(copies.where(~F.col("has_footer") & ~F.array_contains("_found", "snapshot_no_footer")),
                               ProblemKind.SNAPSHOT_NO_FOOTER, at, "source_file", None,
-                              F.lit("snapshot has no SnapshotFooter (incomplete); not loaded")))
+                              filled(msg.SNAPSHOT_NO_FOOTER)))
         .unionByName(_anomaly(copies.where(F.size("problems") > 0), ProblemKind.SNAPSHOT_NOT_LOADED, at,
                               "source_file", None,
-                              F.format_string("snapshot %d-%d is not loaded: problem(s) inside it (%s), so its ACL "
-                                              "set is not known", "snap_end", "epoch",
-                                              F.array_join("problems", ", "))))
+                              filled(msg.SNAPSHOT_NOT_LOADED, end_offset="snap_end", epoch="epoch",
+                                     kinds=F.array_join("problems", ", "))))
     )
     loadable = copies.where(F.size("problems") == 0).select(*_COPY, "source_file", "text_section", "snap_end",
                                                              "epoch", "snap_time")
@@ -267,8 +266,7 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
     anomalies = anomalies.unionByName(_anomaly(
         ranked.where((F.col("_rank") > 1) & (F.col("_fp") != F.col("_w_fp"))), ProblemKind.DIVERGENCE, at,
         "source_file", None,
-        F.format_string("two snapshots end at %d with different ACLs; epoch %d from %s wins", "snap_end", "_w_epoch",
-                        "_w_src")))
+        filled(msg.SNAPSHOTS_DIFFER, end_offset="snap_end", winner_epoch="_w_epoch", winner_source="_w_src")))
     order = Window.partitionBy("cluster_id").orderBy("snap_end")
     snaps = keep(ranked.where("_rank = 1").select(*_COPY, "source_file", "snap_end", "epoch", "snap_time")
                  .withColumn("idx", F.row_number().over(order)).withColumn("q", F.col("snap_end") - 1), "snapshots")
@@ -342,17 +340,15 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
                                          F.col("file_position").alias("_o_pos")), ["cluster_id", "_opener"]))
     anomalies = (
         _anomaly(markers.where(nested), ProblemKind.NESTED_BEGIN, "offset", "source_file", "file_position",
-                 F.format_string("BeginTransaction inside the transaction begun at offset %d; ignored, the open "
-                                 "transaction continues", "_opener"))
+                 filled(msg.NESTED_BEGIN, opener="_opener"))
         .unionByName(_anomaly(markers.where(unmatched & (key == TXN_END)), ProblemKind.END_WITHOUT_BEGIN, "offset",
-                              "source_file", "file_position", F.lit("EndTransaction without Begin; ignored")))
+                              "source_file", "file_position", filled(msg.WITHOUT_BEGIN, marker=F.lit("EndTransaction"))))
         .unionByName(_anomaly(markers.where(unmatched & (key == TXN_ABORT)), ProblemKind.ABORT_WITHOUT_BEGIN,
                               "offset", "source_file", "file_position",
-                              F.lit("AbortTransaction without Begin; ignored")))
+                              filled(msg.WITHOUT_BEGIN, marker=F.lit("AbortTransaction"))))
         .unionByName(_anomaly(pending_rows, ProblemKind.PENDING_TRANSACTION, "_opener", "_o_file", "_o_pos",
-                              F.format_string("transaction begun at offset %d is still open at the end of the "
-                                              "input; its %d held record(s) are invisible", "_opener",
-                                              F.coalesce(F.col("_n_pending"), F.lit(0)))))
+                              filled(msg.PENDING_TRANSACTION, opener="_opener",
+                                     held=F.coalesce(F.col("_n_pending"), F.lit(0)))))
     )
     spanning_ends = markers.where((key == TXN_END) & F.col("_hole")).select(
         "cluster_id", F.col("offset").alias("gap_start"), F.col("offset").alias("gap_end"))
@@ -499,14 +495,12 @@ def acl_anomalies(t: DataFrame, snaps: DataFrame) -> DataFrame:
     op, live, same = F.col("op"), F.col("_was_live"), F.col("_same")
     dup = _anomaly(t.where((op == "CREATE") & live), ProblemKind.DUPLICATE_ID, "rec_off", "source_file",
                    "file_position",
-                   F.format_string("ACL id %s created again while live (%s content); the new record replaces it",
-                                   "acl_id", F.when(same, "same").otherwise("different")))
+                   filled(msg.DUPLICATE_ID, acl_id="acl_id", content=F.when(same, "same").otherwise("different")))
     from_hole = F.col("_p_op").isNull() & F.col("_wmin").isNotNull()
     unknown = _anomaly(t.where((op == "REMOVE") & ~live), ProblemKind.UNKNOWN_REMOVE, "rec_off", "source_file",
                        "file_position",
-                       F.concat(F.format_string("RemoveAccessControlEntry for unknown ACL id %s; ignored", "acl_id"),
-                                F.when(from_hole, " (it was created in an earlier hole, so the history before it is "
-                                                  "incomplete)").otherwise("")))
+                       filled(msg.UNKNOWN_REMOVE, acl_id="acl_id",
+                              hint=F.when(from_hole, msg.UNKNOWN_REMOVE_FROM_HOLE).otherwise("")))
     contradicts = (F.col("kind") == 1) & F.col("_wmin").isNull() & (
         (op == "ABSENT") | ((op == "PRESENT") & ~(live & same)))
     cat = (F.when(op == "ABSENT", "only_log").when(live, "changed").otherwise("only_snap"))
@@ -516,11 +510,10 @@ def acl_anomalies(t: DataFrame, snaps: DataFrame) -> DataFrame:
                 for c in ("only_snap", "only_log", "changed")])
          .join(snaps.select("cluster_id", F.col("idx").alias("sidx"), "q", "snap_end", "epoch", "source_file"),
                ["cluster_id", "sidx"]))
-    mismatch = _anomaly(m, ProblemKind.SNAPSHOT_MISMATCH, "q", "source_file", None, F.format_string(
-        "snapshot %d-%d disagrees with the log before it: %d ACL(s) only in the snapshot %s, %d only in the log %s, "
-        "%d with other content %s; the snapshot is loaded", "snap_end", "epoch", F.size("only_snap"),
-        _py_list(F.col("only_snap")), F.size("only_log"), _py_list(F.col("only_log")), F.size("changed"),
-        _py_list(F.col("changed"))))
+    mismatch = _anomaly(m, ProblemKind.SNAPSHOT_MISMATCH, "q", "source_file", None, filled(
+        msg.SNAPSHOT_MISMATCH, end_offset="snap_end", epoch="epoch", n_only_snap=F.size("only_snap"),
+        only_snap=_py_list(F.col("only_snap")), n_only_log=F.size("only_log"), only_log=_py_list(F.col("only_log")),
+        n_changed=F.size("changed"), changed=_py_list(F.col("changed"))))
     return dup.unionByName(unknown).unionByName(mismatch)
 
 
@@ -574,12 +567,10 @@ def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
     pts = snaps.select(F.col("cluster_id").alias("_c"), "q")
     first_after = (missing.join(pts, (missing.cluster_id == pts._c) & (pts.q > missing.end_offset), "left")
                    .groupBy("cluster_id", "start_offset", "end_offset").agg(F.min("q").alias("_bridge")))
-    tail = F.when(F.col("_bridge").isNotNull(), F.format_string(
-        "the snapshot at offset %d bridges it: ACLs live there are known, changes inside the hole have uncertain "
-        "offsets", "_bridge")).otherwise(F.lit("no later snapshot bridges it: ACLs created there are unknown from "
-                                               "then on"))
-    return _anomaly(first_after, ProblemKind.GAP, "start_offset", None, None, F.concat(
-        F.format_string("offsets %d..%d are in no dump; ", "start_offset", "end_offset"), tail))
+    tail = F.when(F.col("_bridge").isNotNull(), filled(msg.GAP_BRIDGED, bridge="_bridge")).otherwise(
+        filled(msg.GAP_NOT_BRIDGED))
+    return _anomaly(first_after, ProblemKind.GAP, "start_offset", None, None,
+                    filled(msg.GAP, start="start_offset", end="end_offset", tail=tail))
 
 
 def offset_times(resolved: DataFrame, snaps: DataFrame) -> DataFrame:
