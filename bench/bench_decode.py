@@ -9,7 +9,7 @@ seconds of this process and records per CPU second, for
 
 - `full`: every record with its value decoded (what the ingest and `inspect` need),
 - `acls`: `records_for` the ACL types (what `acls PATH` needs: other records framed, not kept nor decoded),
-- `rows`: the ingest's executor side without Spark: `ingest.decode_rows` into Arrow record batches as its
+- `rows`: the ingest's executor side without Spark: `ingest_decode.decode_rows` into Arrow record batches as its
   `mapInArrow` function builds them (decoding, payload JSON, content hash, row dicts, Arrow),
 
 with the load average (another process on the machine makes CPU time grow too). Generate a realistic log with
@@ -53,16 +53,17 @@ def decode_all(files: list[str], records_for: frozenset[int] | None) -> tuple[in
 
 
 def ingest_rows(paths: list[str]) -> tuple[int, int]:
-    """(rows, rows) the ingest's decoding makes of every file, into Arrow batches (`_emit` and `_RowBuffer`)."""
-    from replay.spark import ingest
+    """(rows, rows) the ingest's decoding makes of every file, into Arrow batches (`_emit` and `RowBuffer`)."""
+    from replay.spark.ingest_decode import PlannedFile, _emit, decode_rows
+    from replay.spark.ingest_rows import RowBuffer
 
     rows = 0
     for path in paths:
         kind = SourceKind.SNAPSHOT.value if batch.is_snapshot_path(path) else SourceKind.SEGMENT.value
-        entry = ingest.PlannedFile(path, os.path.getsize(path), kind, local_path=path)
-        buf = ingest._RowBuffer()
+        entry = PlannedFile(path, os.path.getsize(path), kind, local_path=path)
+        buf = RowBuffer()
         with open(path, "rb") as stream:
-            for arrow in ingest._emit(ingest.decode_rows(entry, stream), buf):
+            for arrow in _emit(decode_rows(entry, stream), buf):
                 rows += arrow.num_rows
         if buf.rows:
             rows += buf.flush().num_rows

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
               f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
 
         env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY=args.memory, KRAFT_REPLAY_PROGRESS="0")
-        lake = ["--lake", str(work / "lake"), "--cluster", "bench"]
+        lake = ["--lake", str(work / "lake"), "--lake-cluster", "bench"]
         cli = [sys.executable, "-m", "replay.cli"]
         secs, peak, rc = measure([*cli, "ingest", str(work / "dump"), *lake, "--no-progress", "--no-replay"], env)
         print(f"kraft-replay ingest (decode on the executors, Delta MERGE): {secs:,.1f} s, "

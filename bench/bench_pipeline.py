@@ -248,7 +248,7 @@ def lake_sizes(lake: Path) -> dict[str, int]:
 
 
 def acl_answer(path: Path) -> dict[str, Any]:
-    """What an `acls --format json` printed: the numbers of certain and uncertain ACLs, and whether exact."""
+    """What an `acls --output json` printed: the numbers of certain and uncertain ACLs, and whether exact."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as err:
@@ -311,7 +311,7 @@ class SizeRun:
         answers = manifest["live_acls_after"]
         first = self.shape.question_offsets()[0]  # about 90% into the log
         at = min((k for k in answers if int(k) >= first), key=int)
-        lake = ["--lake", str(self.lake), "--cluster", CLUSTER]
+        lake = ["--lake", str(self.lake), "--lake-cluster", CLUSTER]
         load_start = os.getloadavg()
 
         self.kafka("kafka_dump_all_1", paths)
@@ -320,12 +320,12 @@ class SizeRun:
         self.step("replay", cli("replay", *lake), spark=True)
         self.kafka("kafka_dump_all_3", paths)
         acls_file = self.work / "acls-path.json"
-        self.step("acls_path", cli("acls", str(dump), "--as-of-offset", at, "--format", "json"), stdout=acls_file)
+        self.step("acls_path", cli("acls", str(dump), "--as-of-offset", at, "--output", "json"), stdout=acls_file)
         for i in range(1, a.repeat + 1):
             self.kafka(f"kafka_dump_segment_{i}", [segment])
             self.step(f"inspect_segment_{i}", cli("inspect", "--format", "dump-log", str(segment)))
         lake_file = self.work / "acls-lake.json"
-        self.step("acls_lake_cold", cli("acls", *lake, "--as-of-offset", at, "--format", "json"), spark=True,
+        self.step("acls_lake_cold", cli("acls", *lake, "--as-of-offset", at, "--output", "json"), spark=True,
                   stdout=lake_file)
         warm_file = self.work / "warm.json"
         self.step("warm_queries", [sys.executable, "-m", "bench.bench_pipeline", "--warm", str(self.lake), CLUSTER,

@@ -426,5 +426,5 @@ for name, fig in figures.items():
 # MAGIC   history per cluster and the replay recomputes it.
 # MAGIC * Batch questions (millions of access tuples against their as-of state) are a join:
 # MAGIC   `replay.spark.authorize.authorize(requests_df, lake)`.
-# MAGIC * The same tables answer from a shell: `kraft-replay acls --lake ... --cluster ... --as-of-time ...`,
+# MAGIC * The same tables answer from a shell: `kraft-replay acls --lake ... --lake-cluster ... --as-of-time ...`,
 # MAGIC   `kraft-replay changes`, `kraft-replay sql "SELECT * FROM acl_state_at('cluster-a', 1234)"`.

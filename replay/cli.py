@@ -1,20 +1,24 @@
-"""`kraft-replay`: inspect dumps, answer as-of questions from files or from a lake, ingest, authorize, audit."""
+"""`kraft-replay`: inspect dumps, answer as-of questions from files or from a lake, ingest, authorize, audit.
+
+Every answer is printed by one `outputs.Renderer`, chosen by the global `--output table|json|jsonl|csv`, given
+before or after the command; `--format` only names Kafka's own texts. The old spellings work for one release and
+say on stderr what to write instead (`_DEPRECATED`)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from replay import demo
 from replay.kafka import dumplog, outputs
 from replay.kafka.authorizer import InvalidArgumentError, java_host_address
 from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sources
-from replay.kafka.listing import FORMATS, render_acls, table_lines
-from replay.kafka.model import Batch, Problem, QuestionError, SourceKind, check_offset
+from replay.kafka.listing import ACL_COLUMNS, KAFKA_FORMATS, acl_rows, acls_document, render_acls
+from replay.kafka.model import Batch, Problem, QuestionError, SourceFile, SourceKind, check_offset
+from replay.kafka.outputs import OUTPUTS, JsonText, Renderer
 from replay.kafka.times import format_time, parse_time
 
 if TYPE_CHECKING:  # Spark is imported when a lake command runs, so `inspect` and `acls` on files start quickly
@@ -39,6 +43,51 @@ def _print_lines(lines: Iterable[str], out: TextIO) -> None:
         out.write(line + "\n")
 
 
+def _renderer(args: argparse.Namespace, out: TextIO) -> Renderer:
+    return Renderer(args.output or "table", out)
+
+
+# The old `--format VALUE` of each command that `--output` replaces, and what to give instead (issue 13 item 4);
+# `inspect` and `acls` keep `--format` for Kafka's own texts.
+_DEPRECATED: dict[str, dict[str, str]] = {
+    "inspect": {"json": "jsonl"},
+    "acls": {"json": "json", "table": "table"},
+    "changes": {"table": "table", "json": "jsonl"},
+    "history": {"table": "table", "json": "jsonl"},
+    "sql": {"table": "table", "json": "jsonl"},
+    "authorize": {"text": "table", "table": "table", "json": "json"},
+    "audit": {"table": "table", "jsonl": "jsonl", "csv": "csv"},
+}
+
+
+def _settle(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Turn the old spellings into the new, with a note on stderr each, and refuse what cannot go together."""
+    moved = _DEPRECATED.get(args.command, {})
+    if getattr(args, "format", None) in moved:
+        new = moved[args.format]
+        print(f"kraft-replay: warning: --format {args.format} is deprecated and goes in the next release; "
+              f"use --output {new}", file=sys.stderr)
+        if args.output not in (None, new):
+            parser.error(f"--format {args.format} and --output {args.output} disagree: give --output only")
+        args.output, args.format = new, None
+    if getattr(args, "old_cluster", None) is not None:
+        print(f"kraft-replay: warning: --cluster {args.old_cluster} is deprecated and goes in the next release; use "
+              f"--lake-cluster {args.old_cluster} (kafka-acls' --cluster names the CLUSTER resource)", file=sys.stderr)
+        args.lake_cluster = args.old_cluster
+    if args.output is None:
+        return
+    if args.command == "inspect" and args.format == "dump-log":
+        parser.error("--format dump-log prints kafka-dump-log's own text: leave out --output (or drop --format to "
+                     f"get every record as --output {args.output})")
+    if args.command == "acls" and args.format is not None:
+        parser.error(f"--format {args.format} prints Kafka's own text and --output {args.output} renders rows: "
+                     "give one of them")
+    if args.command == "install-sql" and args.print:
+        parser.error("--print writes SQL DDL: leave out --output")
+    if args.command == "demo":
+        parser.error("the demo is a tour for people: leave out --output (it is for the other commands)")
+
+
 # ---- inspect -------------------------------------------------------------------------------------------------
 def _print_summary(summary: Any) -> None:
     for line in summary.lines():
@@ -51,7 +100,16 @@ def _warn_secrets(args: argparse.Namespace, where: str) -> None:
               "them; keep the output as safe as the dumps", file=sys.stderr)
 
 
+_RECORD_COLUMNS = ["source", "position", "base_offset", "last_offset", "epoch", "append_time", "codec", "crc_ok",
+                   "is_control", "offset", "timestamp", "control_type", "type", "version", "data",
+                   "unknownTaggedFields", "error", "problem", "file", "line", "message"]
+_FILE_COLUMNS = ["path", "kind", "snapshot_end_offset", "snapshot_epoch", "batches", "records", "first_offset",
+                 "last_offset", "types"]
+
+
 def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    """For people a summary per file; for machines (`--output json|jsonl|csv`) every record, as Kafka prints it,
+    and every problem, or with `--format summary` the summary's rows; `--format dump-log` is Kafka's tool."""
     summary = ProblemSummary()
     _warn_secrets(args, "printed")
     if args.format == "dump-log":
@@ -61,17 +119,39 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
         print(f"kraft-replay inspect: no metadata log files under {' '.join(args.paths)} "
               "(expected *.log segments, *.checkpoint snapshots or kafka-dump-log text)", file=sys.stderr)
         return EXIT_USAGE
+    render = _renderer(args, out)
+    if render.fmt == "table":
+        for row in _file_summaries(sources, args.show_secrets, summary):
+            extra = f" end offset {row['snapshot_end_offset']} epoch {row['snapshot_epoch']}" \
+                if row["kind"] == SourceKind.SNAPSHOT.value else ""
+            out.write(f"{row['path']}: {row['kind']}{extra}, {row['batches']} batches, {row['records']} records, "
+                      f"offsets {row['first_offset']}..{row['last_offset']}\n")
+            for name, n in sorted(row["types"].items()):
+                out.write(f"  {name}: {n}\n")
+        if ignored:
+            out.write(f"ignored {len(ignored)} file(s) that are not metadata logs: {', '.join(ignored[:5])}\n")
+    else:
+        if args.format == "summary":
+            render.rows(_file_summaries(sources, args.show_secrets, summary), _FILE_COLUMNS)
+        else:
+            render.rows(_record_rows(sources, args.show_secrets, summary), _RECORD_COLUMNS)
+        if ignored:  # stdout stays parseable
+            print(f"ignored {len(ignored)} file(s) that are not metadata logs: {', '.join(ignored[:5])}",
+                  file=sys.stderr)
+    _print_summary(summary)
+    return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
+
+
+def _file_summaries(sources: list[SourceFile], show_secrets: bool, summary: ProblemSummary) -> Iterator[dict[str, Any]]:
+    """Per file: its kind, batches, records, offsets and record types, one file at a time."""
     for source in sources:
         batches = records = 0
         types: dict[str, int] = {}
         first = last = None
-        for item in read_source(source, show_secrets=args.show_secrets):
+        for item in read_source(source, show_secrets=show_secrets):
             if isinstance(item, Problem):
                 summary.add(item)
-                if args.format == "json":
-                    out.write(json.dumps(dumplog.problem_json(item, include_raw=False)) + "\n")
                 continue
-            assert isinstance(item, Batch)
             batches += 1
             first = item.base_offset if first is None else first
             last = item.header.last_offset
@@ -79,21 +159,25 @@ def cmd_inspect(args: argparse.Namespace, out: TextIO) -> int:
                 records += 1
                 name = record.type_name or "UNDECODED"
                 types[name] = types.get(name, 0) + 1
-                if args.format == "json":
-                    out.write(dumplog.record_json_text(item, record) + "\n")
-        if args.format == "summary":
-            kind = source.kind.value
-            extra = ""
-            if source.kind == SourceKind.SNAPSHOT:
-                extra = f" end offset {source.snapshot_end_offset} epoch {source.snapshot_epoch}"
-            out.write(f"{source.path}: {kind}{extra}, {batches} batches, {records} records, "
-                      f"offsets {first}..{last}\n")
-            for name, n in sorted(types.items()):
-                out.write(f"  {name}: {n}\n")
-    if ignored and args.format == "summary":
-        out.write(f"ignored {len(ignored)} file(s) that are not metadata logs: {', '.join(ignored[:5])}\n")
-    _print_summary(summary)
-    return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
+        snapshot = source.kind == SourceKind.SNAPSHOT
+        yield {"path": source.path, "kind": source.kind.value,
+               "snapshot_end_offset": source.snapshot_end_offset if snapshot else None,
+               "snapshot_epoch": source.snapshot_epoch if snapshot else None, "batches": batches,
+               "records": records, "first_offset": first, "last_offset": last, "types": types}
+
+
+def _record_rows(sources: list[SourceFile], show_secrets: bool,
+                 summary: ProblemSummary) -> Iterator[Mapping[str, Any] | JsonText]:
+    """Every record as a JSON object whose `data` is Kafka's own JSON text, and every problem, in file order."""
+    for source in sources:
+        for item in read_source(source, show_secrets=show_secrets):
+            if isinstance(item, Problem):
+                summary.add(item)
+                yield dumplog.problem_json(item, include_raw=False)
+                continue
+            assert isinstance(item, Batch)
+            for record in item.records:
+                yield JsonText(dumplog.record_json_text(item, record))
 
 
 _OTHER_DUMPERS = (".index", ".timeindex", ".snapshot", ".txnindex")
@@ -149,14 +233,15 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
     if args.lake is not None or args.catalog is not None:
         from replay.spark import queries
 
-        if not args.cluster:
-            print("kraft-replay acls: --cluster is required with --lake/--catalog", file=sys.stderr)
+        if not args.lake_cluster:
+            print("kraft-replay acls: --lake-cluster NAME is required with --lake/--catalog", file=sys.stderr)
             return EXIT_USAGE
-        lake_state = queries.state_at(_lake(args), args.cluster, offset=args.as_of_offset, time=args.as_of_time)
-        _print_lines(render_acls(lake_state.certain, args.format, lake_state.uncertain, lake_state.meta()), out)
+        lake_state = queries.state_at(_lake(args), args.lake_cluster, offset=args.as_of_offset,
+                                      time=args.as_of_time)
+        _print_acls(args, out, lake_state.certain, lake_state.uncertain, lake_state.meta())
         return EXIT_OK
     if not args.paths:
-        print("kraft-replay acls: give dump PATHs, or --lake/--catalog with --cluster", file=sys.stderr)
+        print("kraft-replay acls: give dump PATHs, or --lake/--catalog with --lake-cluster NAME", file=sys.stderr)
         return EXIT_USAGE
     summary = ProblemSummary()
     try:
@@ -186,7 +271,7 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
     time = result.time_of(offset)
     meta = {"asOfOffset": offset, "asOfTime": format_time(time), "covered": state.covered,
             "complete": state.complete, "exact": state.exact}
-    _print_lines(render_acls(state.certain, args.format, state.uncertain, meta), out)
+    _print_acls(args, out, state.certain, state.uncertain, meta)
     if not state.exact:
         why = []
         if not state.covered:
@@ -197,6 +282,20 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
             why.append(f"{len(state.uncertain)} ACL(s) may or may not have been live")
         print("note: this answer is not certain: " + "; ".join(why), file=sys.stderr)
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
+
+
+def _print_acls(args: argparse.Namespace, out: TextIO, certain: Mapping[str, Any], uncertain: Mapping[str, Any],
+                meta: Mapping[str, Any]) -> None:
+    """Kafka's text (`--format`, kafka-acls by default), or with `--output` rows (`json`: one document with the
+    as-of facts)."""
+    if args.output is None:
+        _print_lines(render_acls(certain, args.format or "kafka-acls", uncertain, meta), out)
+        return
+    render = _renderer(args, out)
+    if render.fmt == "json":
+        render.document(acls_document(certain, uncertain, meta), [])
+    else:
+        render.rows(acl_rows(certain, uncertain), ACL_COLUMNS)
 
 
 # ---- lake commands (Spark) ----------------------------------------------------------------------------------
@@ -222,7 +321,7 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     _warn_secrets(args, "stored in the lake")
     lake = _lake(args, create=True)
     try:
-        report = ingest(lake.spark, args.paths, cluster=args.cluster, lake=lake, strict=args.strict,
+        report = ingest(lake.spark, args.paths, cluster=args.lake_cluster, lake=lake, strict=args.strict,
                         progress=not args.no_progress, show_secrets=args.show_secrets)
     except StrictIngestError as err:
         print(f"kraft-replay ingest: {err}", file=sys.stderr)
@@ -232,49 +331,63 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
         print(f"kraft-replay ingest: {err}", file=sys.stderr)
         print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
         return EXIT_FAILED
-    _print_lines(report.lines(), out)
+    render = _renderer(args, out)
+    counts = None
+    if render.fmt == "table":
+        _print_lines(report.lines(), out)
     if not args.no_replay:
-        _replay(lake, args.cluster, args.high_watermark, out, progress=not args.no_progress)
+        counts = _replay(lake, args.lake_cluster, args.high_watermark, progress=not args.no_progress)
+        if render.fmt == "table":
+            _print_lines(_replayed_lines(counts), out)
     else:
-        print(f"not replayed; when ready: kraft-replay replay {_lake_flag(args)} --cluster {args.cluster}",
+        print(f"not replayed; when ready: kraft-replay replay {_lake_flag(args)} --lake-cluster {args.lake_cluster}",
               file=sys.stderr)
+    if render.fmt != "table":
+        render.document({**report.to_dict(), "replayed": counts}, [])
     return EXIT_OK
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     """Bring a cluster's replay tables up to date with what the lake holds (after `ingest --no-replay`)."""
-    _replay(_lake(args), args.cluster, args.high_watermark, out, full=args.full)
+    counts = _replay(_lake(args), args.lake_cluster, args.high_watermark, full=args.full)
+    _renderer(args, out).document(counts, _replayed_lines(counts))
     return EXIT_OK
 
 
-def _replay(lake: Lake, cluster: str, high_watermark: int | None, out: TextIO, full: bool = False,
-            progress: bool = True) -> None:
+def _replay(lake: Lake, cluster: str, high_watermark: int | None, full: bool = False,
+            progress: bool = True) -> dict[str, int]:
     from replay.spark.replay import replay_lake
 
-    counts = replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress)
-    out.write("replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items()) + "\n")
+    return dict(replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress))
+
+
+def _replayed_lines(counts: Mapping[str, int]) -> list[str]:
+    return ["replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items())]
 
 
 def _lake_flag(args: argparse.Namespace) -> str:
     return f"--catalog {args.catalog}" if args.catalog else f"--lake {args.lake or 'lakehouse'}"
 
 
+_CHANGE_COLUMNS = ["offset", "exact", "time", "change", "cause", "acl_id", "resource_type", "resource_name",
+                   "pattern_type", "principal", "host", "operation", "permission_type"]
+_HISTORY_COLUMNS = ["acl_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+                    "permission_type", "valid_from_offset", "valid_from_exact", "valid_to_offset", "valid_to_exact",
+                    "ended_by"]
+
+
 def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.queries import changes_between
 
     lake = _lake(args)
-    df = changes_between(lake, args.cluster, start=args.from_offset, end=args.to_offset,
+    df = changes_between(lake, args.lake_cluster, start=args.from_offset, end=args.to_offset,
                          start_time=args.from_time, end_time=args.to_time)
     rows = [r.asDict() for r in df.collect()]
-    if args.format == "json":
-        for r in rows:
-            out.write(json.dumps(r) + "\n")
-    else:
+    render = _renderer(args, out)
+    if render.fmt == "table":  # people read times; machines get epoch ms, as the lake holds them
         for r in rows:
             r["time"] = format_time(r["time"])
-        _print_lines(table_lines(rows, ["offset", "exact", "time", "change", "cause", "acl_id", "resource_type",
-                                        "resource_name", "pattern_type", "principal", "host", "operation",
-                                        "permission_type"]), out)
+    render.rows(rows, _CHANGE_COLUMNS)
     return EXIT_OK
 
 
@@ -284,19 +397,13 @@ def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.queries import history
 
     lake = _lake(args)
-    df = history(lake, args.cluster)
+    df = history(lake, args.lake_cluster)
     if args.principal:
         df = df.where(F.col("principal") == args.principal)
     if args.resource:
         df = df.where(F.col("resource_name") == args.resource)
     rows = [r.asDict() for r in df.orderBy("valid_from_offset", "acl_id").collect()]
-    if args.format == "json":
-        for r in rows:
-            out.write(json.dumps(r) + "\n")
-    else:
-        _print_lines(table_lines(rows, ["acl_id", "resource_type", "resource_name", "pattern_type", "principal",
-                                        "host", "operation", "permission_type", "valid_from_offset",
-                                        "valid_from_exact", "valid_to_offset", "valid_to_exact", "ended_by"]), out)
+    _renderer(args, out).rows(rows, _HISTORY_COLUMNS)
     return EXIT_OK
 
 
@@ -308,12 +415,8 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     lake.name_tables()
     register_sql_functions(lake)
     register_audit_functions(lake.spark, lake)
-    rows = [r.asDict(recursive=True) for r in lake.spark.sql(args.query).collect()]
-    if args.format == "json":
-        for r in rows:
-            out.write(json.dumps(r, default=str) + "\n")
-    else:
-        _print_lines(table_lines(rows), out)
+    df = lake.spark.sql(args.query)
+    _renderer(args, out).rows([r.asDict(recursive=True) for r in df.collect()], getattr(df, "columns", None))
     return EXIT_OK
 
 
@@ -337,20 +440,14 @@ def cmd_install_sql(args: argparse.Namespace, out: TextIO) -> int:
                             "`kraft-replay ingest` wrote")
     lake = _lake(args)
     done = install(lake.spark, lake, args.schema)
-    out.write(f"installed {sum(s.startswith('CREATE OR REPLACE FUNCTION') for s in done)} functions and "
-              f"{sum(s.startswith('CREATE OR REPLACE VIEW') for s in done)} views in "
-              f"{args.schema or lake.schema_ref} over {lake.location}; "
-              f"{sum(s.startswith('ALTER TABLE') for s in done)} table and column comments added\n")
+    counts = {"functions": sum(s.startswith("CREATE OR REPLACE FUNCTION") for s in done),
+              "views": sum(s.startswith("CREATE OR REPLACE VIEW") for s in done),
+              "comments": sum(s.startswith("ALTER TABLE") for s in done),
+              "schema": args.schema or lake.schema_ref, "lake": lake.location}
+    _renderer(args, out).document(counts, [
+        f"installed {counts['functions']} functions and {counts['views']} views in {counts['schema']} over "
+        f"{counts['lake']}; {counts['comments']} table and column comments added"])
     return EXIT_OK
-
-
-def _authorizer_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--super-users", default="", help="the broker's super.users, e.g. 'User:admin;User:ops'")
-    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
-                   help="the broker ran with allow.everyone.if.no.acl.found=true")
-    when = p.add_mutually_exclusive_group()
-    when.add_argument("--as-of-offset", type=int, metavar="N")
-    when.add_argument("--as-of-time", type=time_argument, metavar="T")
 
 
 _RESOURCE_FLAGS = {"topic": "TOPIC", "group": "GROUP", "cluster_resource": "CLUSTER", "transactional_id": "TRANSACTIONAL_ID",
@@ -385,10 +482,11 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
         from replay.spark import authorize
 
         lake = _lake(args)
-        counts = authorize.authorize_file(lake.spark, lake, args.cluster, args.requests, args.out, args.out_format,
-                                          super_users=args.super_users,
+        counts = authorize.authorize_file(lake.spark, lake, args.lake_cluster, args.requests, args.out,
+                                          args.out_format, super_users=args.super_users,
                                           allow_everyone=args.allow_everyone_if_no_acl_found)
-        out.write(json.dumps(counts) + "\n")
+        _renderer(args, out).document(counts, [f"decisions written to {args.out}: "
+                                               + ", ".join(f"{k} {v}" for k, v in counts.items())])
         return EXIT_OK
     rtype, name = _resource(args)
     if not (args.principal and args.operation and rtype):
@@ -403,52 +501,53 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark import authorize
 
     lake = _lake(args)
-    result = authorize.authorize_one(lake.spark, lake, args.cluster, args.principal, args.host, args.operation,
-                                     rtype, name, offset=args.as_of_offset, time=args.as_of_time,
+    result = authorize.authorize_one(lake.spark, lake, args.lake_cluster, args.principal, args.host,
+                                     args.operation, rtype, name, offset=args.as_of_offset, time=args.as_of_time,
                                      super_users=args.super_users,
                                      allow_everyone=args.allow_everyone_if_no_acl_found)
-    _print_lines(authorize.render_decision(result, args.format), out)
+    _renderer(args, out).document(result, authorize.render_decision(result, "text"))
     return EXIT_OK
 
 
 def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
+    """One audit (`args.audit`, a subcommand with its own flags), printed by the renderer or written as Avro."""
     from replay.spark import audits
 
     lake = _lake(args)
-    spark, cluster = lake.spark, args.cluster
-    common = {"super_users": args.super_users, "allow_everyone": args.allow_everyone_if_no_acl_found}
-    when = {"offset": args.as_of_offset, "time": args.as_of_time}
+    spark, cluster = lake.spark, args.lake_cluster
     results: dict[str, list[dict[str, Any]]]
-    if args.audit == "who-can":
-        rtype, name = _resource(args)
-        if not (rtype and name and args.operation):
-            print("kraft-replay audit who-can: give --operation and a resource (--topic NAME, ...)", file=sys.stderr)
-            return EXIT_USAGE
-        results = {"who_can": audits.audit_who_can(spark, lake, cluster, args.operation, rtype, name, **when,
-                                                    **common)}
-    elif args.audit == "what-can":
-        results = {"what_can": audits.audit_what_can(spark, lake, cluster, args.principal, **when, **common)}
-    elif args.audit == "changes":
-        both = audits.audit_changes(spark, lake, cluster, args.from_offset, args.to_offset, args.from_time,
-                                    args.to_time, **common)
-        results = {"acl_changes": both["acls"], "access_changes": both["access"]}
-    elif args.audit == "timeline":
-        rtype, name = _resource(args)
-        results = {"timeline": audits.audit_timeline(spark, lake, cluster, args.principal, rtype, name,
-                                                     args.operation, **common)}
-    else:
+    if args.audit == "risky":
         # with the setting on, resources no ACL covers are exposed to everyone; unset, list what it would expose
-        results = {"risky_grants": audits.audit_risky_grants(spark, lake, cluster, **when,
+        results = {"risky_grants": audits.audit_risky_grants(spark, lake, cluster, offset=args.as_of_offset,
+                                                             time=args.as_of_time,
                                                              allow_everyone=args.allow_everyone_if_no_acl_found
                                                              or None)}
-    for audit, rows in results.items():
-        if args.avro:
+    else:
+        common = {"super_users": args.super_users, "allow_everyone": args.allow_everyone_if_no_acl_found}
+        if args.audit == "who-can":
+            rtype, name = _resource(args)
+            assert rtype is not None and name is not None  # the subcommand requires a resource
+            results = {"who_can": audits.audit_who_can(spark, lake, cluster, args.operation, rtype, name,
+                                                        offset=args.as_of_offset, time=args.as_of_time,
+                                                        **common)}
+        elif args.audit == "what-can":
+            results = {"what_can": audits.audit_what_can(spark, lake, cluster, args.principal,
+                                                          offset=args.as_of_offset, time=args.as_of_time,
+                                                          **common)}
+        elif args.audit == "changes":
+            both = audits.audit_changes(spark, lake, cluster, args.from_offset, args.to_offset, args.from_time,
+                                        args.to_time, **common)
+            results = {"acl_changes": both["acls"], "access_changes": both["access"]}
+        else:
+            rtype, name = _resource(args)
+            results = {"timeline": audits.audit_timeline(spark, lake, cluster, args.principal, rtype, name,
+                                                         args.operation, **common)}
+    if args.avro:
+        for audit, rows in results.items():
             n = outputs.write_avro(rows, f"{args.avro}.{audit}.avro" if len(results) > 1 else args.avro, audit)
             print(f"wrote {n} {audit} row(s) as Avro", file=sys.stderr)
-            continue
-        if args.format == "table":
-            out.write(f"== {audit.replace('_', ' ')}: {len(rows)} row(s)\n")
-        _print_lines(audits.render_audit(rows, audit, args.format), out)
+        return EXIT_OK
+    _renderer(args, out).sets(results, audits.SUMMARY_COLUMNS)
     return EXIT_OK
 
 
@@ -456,20 +555,73 @@ def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> 
     where = p.add_mutually_exclusive_group()
     where.add_argument("--lake", help="lake directory (default ./lakehouse)")
     where.add_argument("--catalog", help="catalog.schema holding the lake tables (Databricks / Unity Catalog)")
-    p.add_argument("--cluster", required=cluster_required, help="the cluster's name in the lake")
+    name = p.add_mutually_exclusive_group(required=cluster_required)
+    name.add_argument("--lake-cluster", metavar="NAME",
+                      help="the cluster's name in the lake, as its ingest named it")
+    name.add_argument("--cluster", dest="old_cluster", help=argparse.SUPPRESS)  # deprecated: see _settle
     p.add_argument("--master", help="Spark master URL, e.g. spark://host:7077 (default local[*] or Databricks)")
+
+
+def _old_format(p: argparse.ArgumentParser, command: str) -> None:
+    """The `--format` this command had before `--output`: still read, not shown (see `_settle`)."""
+    p.add_argument("--format", choices=sorted(_DEPRECATED[command]), help=argparse.SUPPRESS)
+
+
+def _resource_flags(p: argparse.ArgumentParser, required: bool = False) -> None:
+    """A resource as kafka-acls names one (`--cluster-resource` for its `--cluster`)."""
+    group = p.add_mutually_exclusive_group(required=required)
+    group.add_argument("--topic")
+    group.add_argument("--group")
+    group.add_argument("--transactional-id", dest="transactional_id")
+    group.add_argument("--delegation-token", dest="delegation_token")
+    group.add_argument("--user", help="a USER resource (delegation tokens), e.g. User:owner")
+    group.add_argument("--cluster-resource", dest="cluster_resource", action="store_const", const="kafka-cluster",
+                       help="the CLUSTER resource (kafka-cluster)")
+
+
+def _when_options(p: argparse.ArgumentParser) -> None:
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--as-of-offset", type=int, metavar="N", help="state after every visible record <= N")
+    when.add_argument("--as-of-time", type=time_argument, metavar="T", help="epoch ms or ISO-8601; last offset <= T")
+
+
+def _broker_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--super-users", default="", help="the broker's super.users, e.g. 'User:admin;User:ops'")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="the broker ran with allow.everyone.if.no.acl.found=true")
+
+
+def _span_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--from-offset", type=int, help="exclusive")
+    p.add_argument("--to-offset", type=int, help="inclusive")
+    p.add_argument("--from-time", type=time_argument)
+    p.add_argument("--to-time", type=time_argument)
+
+
+_OUTPUT_HELP = ("how to print the answer: table (for people, the default), json (one document), jsonl (one object "
+                "a line) or csv (with a header); a global option, before or after the command")
 
 
 # ---- parser --------------------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kraft-replay", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="kraft-replay", description=(__doc__ or "").split("\n\n")[0],
+        epilog="--output table|json|jsonl|csv goes before or after the command and works for every one; --format "
+               "names Kafka's own texts (inspect --format dump-log, acls --format kafka-acls|standard-acl). A lake's "
+               "cluster is --lake-cluster NAME. The spellings of 0.1.0 (--cluster NAME, --format json|table|text|"
+               "jsonl|csv) work for one release and say on stderr what to write instead.")
+    parser.add_argument("--output", choices=OUTPUTS, help=_OUTPUT_HELP)
+    # after the command too: SUPPRESS keeps a subcommand from resetting what was given before it
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--output", choices=OUTPUTS, default=argparse.SUPPRESS, help=_OUTPUT_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("inspect", help="print what is in segments, snapshots or dump-log text")
+    p = sub.add_parser("inspect", parents=[output], help="print what is in segments, snapshots or dump-log text")
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--format", choices=["summary", "dump-log", "json"], default="summary",
-                   help="summary (default); dump-log: exactly kafka-dump-log --cluster-metadata-decoder; "
-                        "json: one object per record")
+    p.add_argument("--format", choices=["summary", "dump-log", "json"],
+                   help="summary (the default for people): per file; dump-log: exactly kafka-dump-log "
+                        "--cluster-metadata-decoder. Without it, --output json|jsonl|csv prints every record "
+                        "(`json` here is deprecated: use --output jsonl)")
     p.add_argument("--variant", choices=["4.0", "4.1", "4.3"], default="4.3",
                    help="which kafka-dump-log to imitate (4.0: Scala <=4.0, 4.1: Scala 4.1-4.2, 4.3: Java 4.3+)")
     p.add_argument("--skip-record-metadata", action="store_true", help="as kafka-dump-log --skip-record-metadata")
@@ -478,19 +630,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print SCRAM credentials and password configs as the log holds them (redacted by default)")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("acls", help="the ACLs as of an offset or a time, from files or from a lake")
+    p = sub.add_parser("acls", parents=[output], help="the ACLs as of an offset or a time, from files or a lake")
     p.add_argument("paths", nargs="*", metavar="PATH")
-    when = p.add_mutually_exclusive_group()
-    when.add_argument("--as-of-offset", type=int, metavar="N", help="state after every visible record <= N")
-    when.add_argument("--as-of-time", type=time_argument, metavar="T", help="epoch ms or ISO-8601; last offset <= T")
-    p.add_argument("--format", choices=FORMATS, default="kafka-acls")
+    _when_options(p)
+    p.add_argument("--format", choices=[*KAFKA_FORMATS, "json", "table"],
+                   help="Kafka's text: kafka-acls (the default, as `kafka-acls --list`) or standard-acl (as "
+                        "kafka-metadata-shell); json and table here are deprecated: use --output")
     p.add_argument("--high-watermark", type=int, metavar="HW",
                    help="committed point if known: records at offsets >= HW are treated as uncommitted")
     _lake_options(p, cluster_required=False)
     p.add_argument("--strict", action="store_true", help="exit non-zero if any input problem is found")
     p.set_defaults(func=cmd_acls)
 
-    p = sub.add_parser("ingest", help="decode dumps with Spark into the lake's Delta tables, then replay")
+    p = sub.add_parser("ingest", parents=[output],
+                       help="decode dumps with Spark into the lake's Delta tables, then replay")
     p.add_argument("paths", nargs="+", metavar="PATH", help="dump directories or files; any URI Spark reads")
     _lake_options(p)
     p.add_argument("--strict", action="store_true", help="fail, writing nothing, if any input problem is found")
@@ -502,37 +655,36 @@ def build_parser() -> argparse.ArgumentParser:
                         "`payload_json` and `raw_value` hold a redaction marker in their place)")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("replay", help="bring a cluster's replay tables up to date with the lake (after ingest "
-                                      "--no-replay); resumes from the last settled snapshot when it can")
+    p = sub.add_parser("replay", parents=[output],
+                       help="bring a cluster's replay tables up to date with the lake (after ingest --no-replay); "
+                            "resumes from the last settled snapshot when it can")
     _lake_options(p)
     p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
     p.add_argument("--full", action="store_true", help="replay from the start even where it could resume")
     p.set_defaults(func=cmd_replay)
 
-    p = sub.add_parser("changes", help="ACL changes between two offsets or times, from the lake")
+    p = sub.add_parser("changes", parents=[output], help="ACL changes between two offsets or times, from the lake")
     _lake_options(p)
-    p.add_argument("--from-offset", type=int, help="exclusive")
-    p.add_argument("--to-offset", type=int, help="inclusive")
-    p.add_argument("--from-time", type=time_argument)
-    p.add_argument("--to-time", type=time_argument)
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    _span_options(p)
+    _old_format(p, "changes")
     p.set_defaults(func=cmd_changes)
 
-    p = sub.add_parser("history", help="ACL lifetimes (one row each), from the lake")
+    p = sub.add_parser("history", parents=[output], help="ACL lifetimes (one row each), from the lake")
     _lake_options(p)
     p.add_argument("--principal", help="only this principal's ACLs, e.g. User:alice")
     p.add_argument("--resource", help="only ACLs on this resource name")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    _old_format(p, "history")
     p.set_defaults(func=cmd_history)
 
-    p = sub.add_parser("sql", help="run SQL against the lake with acl_state_at & co. registered")
+    p = sub.add_parser("sql", parents=[output], help="run SQL against the lake with acl_state_at & co. registered")
     p.add_argument("query", help="e.g. \"SELECT * FROM acl_state_at('c1', 1234)\"")
     _lake_options(p, cluster_required=False)
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    _old_format(p, "sql")
     p.set_defaults(func=cmd_sql)
 
-    p = sub.add_parser("install-sql", help="create the SQL functions and views as persistent ones in a schema "
-                       "(for a SQL warehouse or any Spark session)")
+    p = sub.add_parser("install-sql", parents=[output],
+                       help="create the SQL functions and views as persistent ones in a schema (for a SQL warehouse "
+                            "or any Spark session)")
     _lake_options(p, cluster_required=False)
     p.add_argument("--schema", help="the schema (or catalog.schema) the functions go to; a directory lake's read "
                    "its tables by path (default for --catalog: the lake's own schema)")
@@ -540,44 +692,25 @@ def build_parser() -> argparse.ArgumentParser:
                    "the comments an older lake's tables lack: those need the lake)")
     p.set_defaults(func=cmd_install_sql)
 
-    def resource_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--topic")
-        p.add_argument("--group")
-        p.add_argument("--transactional-id", dest="transactional_id")
-        p.add_argument("--delegation-token", dest="delegation_token")
-        p.add_argument("--user", help="a USER resource (delegation tokens), e.g. User:owner")
-        p.add_argument("--cluster-resource", dest="cluster_resource", action="store_const", const="kafka-cluster",
-                       help="the CLUSTER resource (kafka-cluster)")
-
-    p = sub.add_parser("authorize", help="was it allowed then, and through which ACL? (one question or a file)")
+    p = sub.add_parser("authorize", parents=[output],
+                       help="was it allowed then, and through which ACL? (one question or a file)")
     _lake_options(p, cluster_required=False)
-    _authorizer_options(p)
+    _broker_options(p)
+    _when_options(p)
     p.add_argument("--principal", help="e.g. User:alice")
     p.add_argument("--host", help="the client's IP address as Kafka saw it, e.g. 10.0.0.1 or ::1 (required for one "
                                   "question; with --requests each row has its host)")
     p.add_argument("--operation", help="READ, WRITE, DESCRIBE, ...")
-    resource_flags(p)
+    _resource_flags(p)
     p.add_argument("--resource-type", help="with no resource name: authorizeByResourceType (KIP-679)")
     p.add_argument("--requests", metavar="FILE", help="access tuples: CSV, JSON lines, Parquet or Avro")
     p.add_argument("--out", help="with --requests: where to write the decisions")
-    p.add_argument("--out-format", default="delta", choices=["delta", "parquet", "csv", "json"])
-    p.add_argument("--format", choices=["text", "json", "table"], default="text")
+    p.add_argument("--out-format", default="delta", choices=["delta", "parquet", "csv", "json"],
+                   help="with --requests: the decisions file's format")
+    _old_format(p, "authorize")
     p.set_defaults(func=cmd_authorize)
 
-    p = sub.add_parser("audit", help="point-in-time audits: who-can, what-can, changes, timeline, risky")
-    p.add_argument("audit", choices=["who-can", "what-can", "changes", "timeline", "risky"])
-    _lake_options(p)
-    _authorizer_options(p)
-    p.add_argument("--principal")
-    p.add_argument("--operation")
-    resource_flags(p)
-    p.add_argument("--from-offset", type=int)
-    p.add_argument("--to-offset", type=int)
-    p.add_argument("--from-time", type=time_argument)
-    p.add_argument("--to-time", type=time_argument)
-    p.add_argument("--format", choices=["table", "jsonl", "csv"], default="table")
-    p.add_argument("--avro", metavar="PATH", help="write Avro (schema replay/kafka/audit.avsc) instead")
-    p.set_defaults(func=cmd_audit)
+    _audit_parsers(sub, output)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults: ingest data/ samples, tour, plots")
     demo.add_arguments(p)
@@ -586,9 +719,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
+    """`audit who-can|what-can|changes|timeline|risky`: one subcommand each, with only the flags it reads."""
+    p = sub.add_parser("audit", parents=[output], help="point-in-time audits: who-can, what-can, changes, "
+                                                       "timeline, risky")
+    audits = p.add_subparsers(dest="audit", required=True, metavar="AUDIT")
+
+    def audit(name: str, help_text: str) -> argparse.ArgumentParser:
+        a: argparse.ArgumentParser = audits.add_parser(name, parents=[output], help=help_text, description=help_text)
+        _lake_options(a)
+        a.add_argument("--avro", metavar="PATH", help="write Avro (schema replay/kafka/audit.avsc) instead")
+        _old_format(a, "audit")
+        a.set_defaults(func=cmd_audit)
+        return a
+
+    a = audit("who-can", "who could perform an operation on a resource then, and through which ACL")
+    a.add_argument("--operation", required=True, help="READ, WRITE, DESCRIBE, ...")
+    _resource_flags(a, required=True)
+    _when_options(a)
+    _broker_options(a)
+
+    a = audit("what-can", "what a principal could do then, on which resources")
+    a.add_argument("--principal", required=True, help="e.g. User:alice")
+    _when_options(a)
+    _broker_options(a)
+
+    a = audit("changes", "ACLs added and removed, and access gained and lost, between two offsets or times")
+    _span_options(a)
+    _broker_options(a)
+
+    a = audit("timeline", "the intervals over which a decision stayed the same, over all of history, for a "
+                          "principal (--principal) or a resource (--topic NAME, ...)")
+    a.add_argument("--principal", help="only this principal, e.g. User:alice")
+    a.add_argument("--operation", help="only this operation")
+    _resource_flags(a)
+    _broker_options(a)
+
+    a = audit("risky", "risky grants: ALLOWs for User:*, of ALL, on the resource * or on every prefix; topics no ACL "
+                       "covers when everyone is allowed; over all of history, or as of a moment")
+    _when_options(a)
+    a.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="the broker ran with allow.everyone.if.no.acl.found=true (unset: what it would expose)")
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _settle(parser, args)
     try:
         return int(args.func(args, out or sys.stdout))
     except QuestionError as err:  # a question that cannot be answered as asked: one line, not a traceback

@@ -177,8 +177,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     tour.say(f"Plots and the ACL listing: {out_dir}")
     lake_opt = f"--lake {args.lake}" if args.lake != DEFAULT_LAKE else ""
     tour.say("Try:")
-    tour.say(f"  kraft-replay acls {lake_opt} --cluster {cluster} --as-of-offset {moment.offset}".replace("  --", " --"))
-    tour.say(f"  kraft-replay changes {lake_opt} --cluster {cluster} --from-offset {moment.offset}"
+    tour.say(f"  kraft-replay acls {lake_opt} --lake-cluster {cluster} --as-of-offset {moment.offset}".replace("  --", " --"))
+    tour.say(f"  kraft-replay changes {lake_opt} --lake-cluster {cluster} --from-offset {moment.offset}"
              .replace("  --", " --"))
     tour.say(f"  kraft-replay sql {lake_opt} \"SELECT * FROM acl_state_at('{cluster}', {moment.offset})\""
              .replace("  \"", " \""))

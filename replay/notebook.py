@@ -44,6 +44,7 @@ from typing import Any, TextIO
 from replay.kafka.listing import table_lines
 from replay.kafka.times import parse_time
 from replay.spark.session import get_spark, on_databricks
+from replay.spark.tables import sql_string
 
 HEADER = "# Databricks notebook source"
 SEPARATOR = "# COMMAND ----------"
@@ -291,7 +292,7 @@ def sql_literal(value: Any) -> str:
         return "TRUE" if value else "FALSE"
     if isinstance(value, int | float):
         return repr(value)
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return sql_string(str(value))
 
 
 def declare_sql_variables(spark: Any, variables: Mapping[str, tuple[str, str]]) -> Any:

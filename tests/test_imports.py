@@ -254,6 +254,21 @@ def test_replay_kafka_imports_only_itself_and_no_spark() -> None:
     assert not bad, "\n".join(bad)
 
 
+# What runs inside Spark tasks: the ingest's decoding (issue 13 item 3).
+EXECUTOR_MODULES = ("replay.spark.ingest_decode", "replay.spark.ingest_rows")
+
+
+def test_the_ingest_executor_side_needs_no_spark() -> None:
+    """The executor-side decoding imports only pyarrow, the standard library, `replay.kafka` and itself (and fsspec,
+    optional, for the URIs it opens): it runs, is tested and is measured without Spark."""
+    allowed = ("pyarrow", "fsspec", *sys.stdlib_module_names)
+    edges = [e for e in package_edges() if e.source in EXECUTOR_MODULES]
+    assert {e.source for e in edges} == set(EXECUTOR_MODULES)
+    bad = [str(e) for e in edges if not (e.target.startswith("replay.kafka") or e.target in EXECUTOR_MODULES
+                                         or e.target.split(".")[0] in allowed)]
+    assert not bad, "\n".join(bad)
+
+
 def test_the_package_never_imports_tests_or_bench() -> None:
     bad = [str(e) for e in package_edges() if e.target.split(".")[0] in ("tests", "bench")]
     assert not bad, "\n".join(bad)

@@ -363,7 +363,7 @@ class Explanation:
 def presentable_host(host: str) -> bool:
     """Whether an ACL's host can ever match a client: `*`, or an address a client's connection renders to exactly
     (Kafka compares Java's rendering, so `2001:db8::5` or `010.0.0.1` never match). The SQL engine's form is
-    `replay.spark.authorize.presentable_host_sql`."""
+    `replay.spark.authorize_requests.presentable_host_sql`."""
     if host == "*":
         return True
     try:

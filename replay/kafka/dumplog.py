@@ -11,7 +11,7 @@ Three flavours of the tool exist (spec §10); `variant` picks one:
 `render_file` / `DumpLogRenderer` give the stdout lines, line for line; the stderr lines (unknown files,
 non-consecutive offsets, the exception Kafka dies with) are kept apart. `parse_text` reads such text (any variant,
 with or without `--skip-record-metadata`, several `Dumping` sections in one text) back into `Batch`es;
-`parse_text_sections` also marks where each dumped file's items begin. `record_json_text` / `problem_json` give the lines `inspect --format json` prints.
+`parse_text_sections` also marks where each dumped file's items begin. `record_json_text` / `problem_json` give the lines `inspect --output jsonl` prints.
 """
 
 from __future__ import annotations
@@ -847,7 +847,7 @@ def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str,
     yield from DumpTextReader(source, show_secrets).read(stream_or_lines)
 
 
-# ---- inspect --format json --------------------------------------------------------------------------------------
+# ---- inspect --output jsonl -------------------------------------------------------------------------------------
 
 
 def _jsonable(value: Any) -> Any:
@@ -861,7 +861,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def record_json_text(batch: Batch, record: Record) -> str:
-    """One line of `inspect --format json`: the batch facts, then the record as Kafka prints it.
+    """One line of `inspect --output jsonl`: the batch facts, then the record as Kafka prints it.
 
     `type`, `version` and `data` are what kafka-dump-log prints, and `data` is Kafka's JSON text itself, embedded
     as it is (so a float64 reads `1.0E7`, as Kafka writes it). A record with tagged fields its schema does not know
@@ -912,7 +912,7 @@ def record_json(batch: Batch, record: Record) -> dict[str, Any]:
 
 
 def problem_json(problem: Problem, include_raw: bool = True) -> dict[str, Any]:
-    """A problem as a JSON object for `inspect --format json`; `line` only for what was read from dump-log text."""
+    """A problem as a JSON object for `inspect --output jsonl`; `line` only for what was read from dump-log text."""
     out: dict[str, Any] = {
         "problem": problem.kind.value,
         "message": problem.message,

@@ -10,6 +10,7 @@ from typing import Any
 from .acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 
 FORMATS = ("kafka-acls", "json", "table", "standard-acl")
+KAFKA_FORMATS = ("kafka-acls", "standard-acl")  # Kafka's own text; `acls --output` renders the rest
 
 
 def _sort_key(item: tuple[str, AclBinding]) -> tuple[Any, ...]:
@@ -61,20 +62,33 @@ def table_lines(rows: Iterable[Mapping[str, Any]], columns: list[str] | None = N
     return [fmt.format(*cols), fmt.format(*("-" * w for w in widths)), *(fmt.format(*row).rstrip() for row in cells)]
 
 
+ACL_COLUMNS = ["id", "resourceType", "resourceName", "patternType", "principal", "host", "operation",
+               "permissionType", "certainty"]
+
+
+def acl_rows(acls: Mapping[str, AclBinding], uncertain: Mapping[str, AclBinding] | None = None) -> list[dict[str, Any]]:
+    """One row per ACL (`ACL_COLUMNS`), the certain ones first; `certainty` tells the uncertain ones apart."""
+    rows = [acl_dict(i, b, certainty="certain") for i, b in sorted(acls.items(), key=_sort_key)]
+    return rows + [acl_dict(i, b, certainty="uncertain") for i, b in sorted((uncertain or {}).items(), key=_sort_key)]
+
+
+def acls_document(acls: Mapping[str, AclBinding], uncertain: Mapping[str, AclBinding] | None = None,
+                  meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The answer as one object: `meta` (as of what, how certain), then `acls` and `uncertain` apart."""
+    doc = dict(meta or {})
+    doc["acls"] = [acl_dict(i, b) for i, b in sorted(acls.items(), key=_sort_key)]
+    doc["uncertain"] = [acl_dict(i, b) for i, b in sorted((uncertain or {}).items(), key=_sort_key)]
+    return doc
+
+
 def render_acls(acls: Mapping[str, AclBinding], fmt: str, uncertain: Mapping[str, AclBinding] | None = None,
                 meta: Mapping[str, Any] | None = None) -> list[str]:
     """Render an ACL set; `uncertain` ACLs (may or may not have been live) are listed apart, never mixed in."""
     uncertain = uncertain or {}
     if fmt == "json":
-        doc = dict(meta or {})
-        doc["acls"] = [acl_dict(i, b) for i, b in sorted(acls.items(), key=_sort_key)]
-        doc["uncertain"] = [acl_dict(i, b) for i, b in sorted(uncertain.items(), key=_sort_key)]
-        return [json.dumps(doc, indent=1)]
+        return [json.dumps(acls_document(acls, uncertain, meta), indent=1)]
     if fmt == "table":
-        rows = [acl_dict(i, b, certainty="certain") for i, b in sorted(acls.items(), key=_sort_key)]
-        rows += [acl_dict(i, b, certainty="uncertain") for i, b in sorted(uncertain.items(), key=_sort_key)]
-        return table_lines(rows, ["id", "resourceType", "resourceName", "patternType", "principal", "host",
-                                  "operation", "permissionType", "certainty"])
+        return table_lines(acl_rows(acls, uncertain), ACL_COLUMNS)
     if fmt == "standard-acl":
         return standard_acl_lines(acls) + [f"# uncertain: {line}" for line in standard_acl_lines(uncertain)]
     if fmt == "kafka-acls":

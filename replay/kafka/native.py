@@ -145,7 +145,7 @@ def read_batches(
 
 def record_extras(records: list[Record]) -> list[tuple[str | None, bytes | None]] | None:
     """For the ingest's rows: each record's payload JSON (`kafkajson.payload_json` / `control_json` of its decoded
-    value) and content hash (`ingest.record_hash`), computed in the extension; an item is None where the Python
+    value) and content hash (`ingest_rows.record_hash`), computed in the extension; an item is None where the Python
     function must be asked (no decoded value, transaction markers, an offset outside int64). None when decoding
     does not go through the extension (`enabled`)."""
     if not enabled():

@@ -1,6 +1,7 @@
-"""Audit and decision rows written the ways other tools read them: JSON lines, CSV, and Avro against the published
-schema `audit.avsc` (record `io.github.kraftaclreplay.AclAuditRecord`), so results can go to a SIEM or a Kafka
-topic. Pure Python (no Spark): rows are mappings, e.g. `Row.asDict()` of collected audit rows.
+"""Answers written the ways people and other tools read them: `Renderer`, the one output path of every
+`kraft-replay` command (`--output table|json|jsonl|csv`), and Avro against the published schema `audit.avsc`
+(record `io.github.kraftaclreplay.AclAuditRecord`), so results can go to a SIEM or a Kafka topic. Pure Python (no
+Spark): rows are mappings, e.g. `Row.asDict()` of collected rows.
 
 ACL listings people know (`kafka-acls --list`, `StandardAcl(...)` lines) are in `listing.py`.
 
@@ -20,8 +21,11 @@ from datetime import date, datetime, timezone
 from functools import lru_cache
 from typing import IO, Any
 
+from .listing import table_lines
+
 AUDIT_SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "audit.avsc")
 FORMATS = ("jsonl", "json", "csv", "avro", "table")
+OUTPUTS = ("table", "json", "jsonl", "csv")  # what `--output` offers: text on stdout (Avro is a file: `--avro PATH`)
 _RENAMED = {"deciding_acl_ids": "acl_ids", "acl_id": "acl_ids"}
 
 
@@ -120,12 +124,16 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return ";".join(_cell(v) for v in value)
-    if isinstance(value, (Mapping, datetime, date)) or hasattr(value, "asDict"):
+    if isinstance(value, (list, tuple, set, frozenset)) and not any(_nested(v) for v in value):
+        return ";".join(_cell(v) for v in value)  # ids, hosts: `a1;a2` reads better than JSON
+    if _nested(value) or isinstance(value, (datetime, date)):
         plain = _plain(value)
         return plain if isinstance(plain, str) else json.dumps(plain, sort_keys=True)
     return str(value)
+
+
+def _nested(value: Any) -> bool:
+    return isinstance(value, (Mapping, list, tuple, set, frozenset)) or hasattr(value, "asDict")
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], target: str | IO[str], columns: Sequence[str] | None = None) -> int:
@@ -184,23 +192,99 @@ def read_avro(source: str | IO[bytes]) -> list[dict[str, Any]]:
 
 def write_rows(rows: Iterable[Mapping[str, Any]], target: str | IO[Any], fmt: str, audit: str = "audit",
                columns: Sequence[str] | None = None) -> int:
-    """Dispatch on `fmt`: `jsonl`/`json` (JSON lines), `csv`, `avro`, `table` (fixed-width text for people)."""
-    if fmt in ("jsonl", "json"):
-        return write_jsonl(rows, target)
-    if fmt == "csv":
-        return write_csv(rows, target, columns)
+    """`Renderer.rows` to a path or a stream for the text outputs (`table`, `json`, `jsonl`, `csv`), or an Avro
+    container file of `audit` records (`avro`)."""
     if fmt == "avro":
         return write_avro(rows, target, audit)
-    if fmt == "table":
-        from .listing import table_lines
+    if fmt not in OUTPUTS:
+        raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    f, close = _open_text(target)
+    try:
+        return Renderer(fmt, f).rows(rows, columns)
+    finally:
+        if close:
+            f.close()
 
-        rows = [{k: _cell(v) for k, v in r.items()} for r in rows]
-        f, close = _open_text(target)
-        try:
-            for line in table_lines(rows, list(columns) if columns else None):
-                f.write(line + "\n")
-        finally:
-            if close:
-                f.close()
-        return len(rows)
-    raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+class JsonText(str):
+    """A JSON object already written as text: Kafka's own JSON (`1.0E7`, not `10000000.0`) is copied as printed."""
+
+
+class Renderer:
+    """How a command prints its answer, chosen once by `--output`, so every command speaks the same four formats:
+    `table` (for people), `json` (one document: an array of rows or an object), `jsonl` (one object per line) and
+    `csv` (a header, then one line per row). Rows stream (a big `inspect` is never held whole) except in `table`,
+    whose widths need them all."""
+
+    def __init__(self, fmt: str, out: IO[str]) -> None:
+        if fmt not in OUTPUTS:
+            raise ValueError(f"unknown output {fmt!r}; choose one of {', '.join(OUTPUTS)}")
+        self.fmt = fmt
+        self.out = out
+
+    def rows(self, rows: Iterable[Mapping[str, Any] | JsonText], columns: Sequence[str] | None = None,
+             people: Sequence[str] | None = None) -> int:
+        """Rows of one kind; returns how many. `columns`: the CSV header and the table's columns, in order (default:
+        the first row's keys); `people`: the table's narrower choice. `json` and `jsonl` write every key."""
+        if self.fmt == "table":
+            cells = [{k: _cell(v) for k, v in _mapping(r).items()} for r in rows]
+            cols = people or columns
+            for line in table_lines(cells, list(cols) if cols else None):
+                self.out.write(line + "\n")
+            return len(cells)
+        if self.fmt == "csv":
+            return write_csv((_mapping(r) for r in rows), self.out, columns)
+        n = 0
+        if self.fmt == "json":
+            self.out.write("[")
+        for row in rows:
+            text = row if isinstance(row, JsonText) else _json(row)
+            self.out.write(("," if n else "") + "\n" + text if self.fmt == "json" else text + "\n")
+            n += 1
+        if self.fmt == "json":
+            self.out.write("\n]\n" if n else "]\n")
+        return n
+
+    def document(self, doc: Mapping[str, Any], people: Iterable[str]) -> None:
+        """One answer that is not a list of rows (a decision, a report): `people` are its lines for the table
+        output; `json` indents it, `jsonl` is one line, `csv` one row (lists and objects as JSON in their cell)."""
+        if self.fmt == "table":
+            for line in people:
+                self.out.write(line + "\n")
+        elif self.fmt == "json":
+            self.out.write(_json(doc, indent=1) + "\n")
+        elif self.fmt == "jsonl":
+            self.out.write(_json(doc) + "\n")
+        else:
+            write_csv([doc], self.out)
+
+    def sets(self, sets: Mapping[str, Sequence[Mapping[str, Any]]],
+             people: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Several named sets of rows (an audit's answers). One set prints as `rows` does (a titled table for
+        people); with more, `json` is an object of arrays, and `jsonl` and `csv` lead each row with its set's name
+        in `audit`, so one stream still parses."""
+        people = people or {}
+        if self.fmt == "table":
+            for name, rows in sets.items():
+                self.out.write(f"== {name.replace('_', ' ')}: {len(rows)} row(s)\n")
+                self.rows(rows, people=people.get(name))
+        elif len(sets) == 1:
+            self.rows(next(iter(sets.values())))
+        elif self.fmt == "json":
+            self.out.write(_json({k: list(v) for k, v in sets.items()}, indent=1) + "\n")
+        else:
+            tagged = [{"audit": name, **r} for name, rows in sets.items() for r in rows]
+            columns = list(dict.fromkeys(c for r in tagged for c in r)) or ["audit"]
+            self.rows(tagged, columns)
+
+
+def _mapping(row: Mapping[str, Any] | JsonText) -> Mapping[str, Any]:
+    if isinstance(row, JsonText):
+        parsed: dict[str, Any] = json.loads(row)
+        return parsed
+    return row
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    """JSON text of plain values; what JSON has no type for (a SQL decimal, a byte string) as its text."""
+    return json.dumps(_plain(value), indent=indent, ensure_ascii=False, default=str)

@@ -1,5 +1,6 @@
-"""Point-in-time audits over the lake, built on the batch authorizer's decision query (`authorize.decide_sql`):
-every decision in an audit is a StandardAuthorizer decision with its certainty, never a second rule set.
+"""Point-in-time audits over the lake, built on the batch authorizer's decision query
+(`authorize_decide.decide_sql`): every decision in an audit is a StandardAuthorizer decision with its certainty,
+never a second rule set.
 
 Each audit is one Spark SQL query text (the `*_sql` builders below) run two ways: from Python over the lake's
 DataFrames, the question's values bound to parameter markers (`rules.run_sql(spark, text, values, hist=...)`), and
@@ -53,7 +54,7 @@ from replay.kafka import outputs
 from replay.kafka.acl import AclOperation, ResourceType
 from replay.kafka.authorizer import check_principal
 from replay.kafka.model import QuestionError, check_offset
-from replay.spark.authorize import (
+from replay.spark.authorize_decide import (
     _KEY,
     ALLOWED,
     ANY_HOST,
@@ -69,10 +70,10 @@ from replay.spark.authorize import (
     decide_sql,
     history_sql,
     op_match_sql,
-    presentable_host_sql,
     probes_sql,
     sql_literal,
 )
+from replay.spark.authorize_requests import presentable_host_sql
 from replay.spark.queries import (
     UNKNOWN_CLUSTER_CHECK,
     before_history,

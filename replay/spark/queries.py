@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from replay.kafka.acl import AclBinding
@@ -88,7 +88,7 @@ def last_offset(lake: Lake, cluster: str) -> int | None:
 
 
 def known_clusters(lake: Lake) -> list[str]:
-    """The clusters whose replayed history the lake holds (what `--cluster` can name)."""
+    """The clusters whose replayed history the lake holds (what `--lake-cluster` can name)."""
     if not lake.exists("log_coverage"):
         return []
     return sorted(r[0] for r in lake.read("log_coverage").select("cluster_id").distinct().collect())
@@ -100,7 +100,7 @@ def unknown_cluster(lake: Lake, cluster: str) -> UnknownClusterError:
     named = ", ".join(repr(c) for c in clusters[:20]) + (f" and {len(clusters) - 20} more" if len(clusters) > 20 else "")
     holds = f"it holds {named}" if clusters else "it holds no replayed cluster yet"
     return UnknownClusterError(f"cluster {cluster!r} has no replayed history in the lake {lake.location} ({holds}); "
-                               "ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME")
+                               "ingest its dumps first: kraft-replay ingest DUMP --lake ... --lake-cluster NAME")
 
 
 def require_cluster(lake: Lake, cluster: str) -> None:
@@ -149,17 +149,29 @@ def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | No
         offset = last_offset(lake, cluster)
         if offset is None:
             raise unknown_cluster(lake, cluster)
-    rows = state_frame(lake, cluster, offset).select("acl_id", *ACL_FIELDS, "certainty").collect()
-    certain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] == "certain"}
-    uncertain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in rows if r["certainty"] != "certain"}
-    coverage = lake.read("log_coverage")
-    cov = run_sql(coverage.sparkSession, coverage_at_sql("(SELECT :cluster AS cluster_id, CAST(:at AS BIGINT) AS _at)",
-                                                         "{cov}"), {"cluster": cluster, "at": offset}, cov=coverage).first()
-    assert cov is not None  # one row per asked offset
-    if not rows and not cov["covered"]:  # nothing at all: is the cluster known?
+    rows = _state_rows(lake, cluster, offset)
+    acls = [r for r in rows if r["acl_id"] is not None]
+    certain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in acls if r["certainty"] == "certain"}
+    uncertain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in acls if r["certainty"] != "certain"}
+    if not acls and not rows[0]["covered"]:  # nothing at all: is the cluster known?
         require_cluster(lake, cluster)
-    return LakeState(cluster, offset, time if time is not None else time_of_offset(lake, cluster, offset),
-                     certain, uncertain, cov["covered"], cov["complete"])
+    return LakeState(cluster, offset, time if time is not None else rows[0]["_time"], certain, uncertain,
+                     rows[0]["covered"], rows[0]["complete"])
+
+
+def _state_rows(lake: Lake, cluster: str, offset: int) -> list[Row]:
+    """The ACLs live or maybe live at `offset`, each with the offset's coverage and time, in one query (each query
+    is a round trip and a Delta snapshot check: three of them made a warm question three times slower). No ACL:
+    one row whose `acl_id` is NULL."""
+    certain, maybe = live_sql("CAST(:at AS BIGINT)", "h")
+    fields = ", ".join(f"h.{c}" for c in ACL_FIELDS)
+    text = f"""SELECT k.covered, k.complete, t._time, a.* FROM
+  ({coverage_at_sql("(SELECT :cluster AS cluster_id, CAST(:at AS BIGINT) AS _at)", "{cov}")}) k
+  CROSS JOIN ({time_of_offset_sql("{times}", ":cluster", "CAST(:at AS BIGINT)", "_time")}) t
+  LEFT JOIN (SELECT h.acl_id, {fields}, CASE WHEN {certain} THEN 'certain' ELSE 'uncertain' END AS certainty
+             FROM {{hist}} h WHERE h.cluster_id = :cluster AND {maybe}) a ON true"""
+    return run_sql(lake.spark, text, {"cluster": cluster, "at": offset}, cov=lake.read("log_coverage"),
+                   times=lake.read("offset_times"), hist=lake.read("acl_history")).collect()
 
 
 def changes_between(lake: Lake, cluster: str, start: int | None = None, end: int | None = None,
@@ -188,7 +200,7 @@ def _returns_nulls(returns: str) -> str:
 _UNKNOWN_NAMES = ("CASE WHEN size(k._names) = 0 THEN 'it holds no replayed cluster yet' ELSE concat('it holds ', "
                   "array_join(transform(slice(array_sort(k._names), 1, 20), x -> concat('\\'', x, '\\'')), ', ')) END")
 UNKNOWN_CLUSTER_CHECK = ("NOT array_contains(k._names, cluster)", "concat('cluster \\'', cluster, '\\' has no replayed history in the lake (', "
-                         f"{_UNKNOWN_NAMES}, '); ingest its dumps first: kraft-replay ingest DUMP --lake ... --cluster NAME')")
+                         f"{_UNKNOWN_NAMES}, '); ingest its dumps first: kraft-replay ingest DUMP --lake ... --lake-cluster NAME')")
 
 
 def guarded_sql(body: str, returns: str, cov: str, checks: list[tuple[str, str]], also: str = "") -> str:

@@ -1,6 +1,6 @@
 """The SQL text of the lake's rules, each written once (issue 14 item 1): when an ACL lifetime is live at an offset,
 how far the history covers an offset, where the known history ends, and which offset a time means and which time an
-offset has (DESIGN.md §3 rule 8). The decision itself is `authorize.decide_sql`.
+offset has (DESIGN.md §3 rule 8). The decision itself is `authorize_decide.decide_sql`.
 
 Each function returns SQL text over relations and expressions its caller names, so the Python API, the session's
 temporary SQL functions, the persistent ones `kraft-replay install-sql` creates, the views, the audits and batch

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from replay.spark.audits import audit_changes, audit_who_can, render_audit
-from replay.spark.authorize import presentable_host_sql
+from replay.spark.authorize_requests import presentable_host_sql
 from replay.spark.queries import offset_at_time, state_frame, time_of_offset
 from replay.spark.tables import Lake
 
@@ -131,6 +131,6 @@ def what_changed_lines(spark: SparkSession, lake: Lake, cluster: str, start: int
         if rows:
             lines += ["  " + line for line in render_audit(rows[:limit], audit)]
             if len(rows) > limit:
-                lines.append(f"  ... {len(rows) - limit} more (kraft-replay changes --cluster {cluster} "
+                lines.append(f"  ... {len(rows) - limit} more (kraft-replay changes --lake-cluster {cluster} "
                              f"--from-offset {start} --to-offset {end})")
     return lines

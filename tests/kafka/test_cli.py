@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import csv
 import io
+import itertools
 import json
 import os
 import re
@@ -17,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import replay.spark
 from replay import cli
 from replay.kafka import files, writer
 from replay.kafka.acl import AclBinding
@@ -215,10 +218,10 @@ def test_the_good_rest_of_a_bad_file_is_still_answered(tmp_path: Path, capsys: p
     # the ACL of the first batch and the NoOp after the unframeable batch are both decoded
     code, out, err = run(["inspect", *bad.paths], capsys)
     assert code == 0 and "2 batches, 2 records, offsets 0..3" in out
-    code, out, err = run(["acls", *bad.paths, "--as-of-offset", "0", "--format", "json"], capsys)
+    code, out, err = run(["acls", *bad.paths, "--as-of-offset", "0", "--output", "json"], capsys)
     assert [a["id"] for a in json.loads(out)["acls"]] == [ID_A]
     # after the lost offsets 1..2 alice's ACL may have been removed: it is listed as uncertain, not dropped
-    code, out, err = run(["acls", *bad.paths, "--as-of-offset", "3", "--format", "json"], capsys)
+    code, out, err = run(["acls", *bad.paths, "--as-of-offset", "3", "--output", "json"], capsys)
     doc = json.loads(out)
     assert (doc["acls"], [a["id"] for a in doc["uncertain"]], doc["exact"]) == ([], [ID_A], False)
     assert "not certain" in err
@@ -256,7 +259,7 @@ def test_inspect_summary(small_log: str, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_inspect_json_embeds_kafka_json_as_printed(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["inspect", "--format", "json", small_log], capsys)
+    code, out, _ = run(["inspect", "--output", "jsonl", small_log], capsys)
     assert code == 0
     lines = out.splitlines()
     objs = [json.loads(line) for line in lines]
@@ -274,7 +277,7 @@ def test_inspect_json_embeds_kafka_json_as_printed(small_log: str, capsys: pytes
 
 def test_inspect_json_lists_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = DECODER_CASES["bad_crc"](tmp_path)
-    _, out, _ = run(["inspect", "--format", "json", *bad.paths], capsys)
+    _, out, _ = run(["inspect", "--output", "jsonl", *bad.paths], capsys)
     problems = [o for o in map(json.loads, out.splitlines()) if "problem" in o]
     assert problems == [{"problem": "bad_crc", "file": bad.paths[0], "position": bad.position, "offset": 1,
                          "message": problems[0]["message"]}]
@@ -295,7 +298,7 @@ def test_acls_kafka_acls_format(small_log: str, as_of: int, expected: list[str],
 
 
 def test_acls_json_format(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(["acls", small_log, "--as-of-offset", "2", "--format", "json"], capsys)
+    _, out, _ = run(["acls", small_log, "--as-of-offset", "2", "--output", "json"], capsys)
     doc = json.loads(out)
     assert (doc["asOfOffset"], doc["exact"], doc["uncertain"]) == (2, True, [])
     assert doc["asOfTime"] == cli.format_time(T0 + 60_000)
@@ -307,7 +310,7 @@ def test_acls_json_format(small_log: str, capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_acls_table_format(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, _ = run(["acls", small_log, "--as-of-offset", "2", "--format", "table"], capsys)
+    _, out, _ = run(["acls", small_log, "--as-of-offset", "2", "--output", "table"], capsys)
     header, rule, *rows = out.splitlines()
     assert header.split() == ["id", "resourceType", "resourceName", "patternType", "principal", "host",
                               "operation", "permissionType", "certainty"]
@@ -341,10 +344,10 @@ def test_wrong_questions_get_one_line_and_exit_2(small_log: str, tmp_path: Path,
     assert code == cli.EXIT_USAGE and out == ""
     assert "kraft-replay: offset -7 is negative: offsets of __cluster_metadata start at 0" in err.splitlines()
     missing = tmp_path / "no-lake"
-    for argv in (["acls", "--lake", str(missing), "--cluster", "prod"],
-                 ["authorize", "--lake", str(missing), "--cluster", "prod", "--principal", "User:a", "--host",
+    for argv in (["acls", "--lake", str(missing), "--lake-cluster", "prod"],
+                 ["authorize", "--lake", str(missing), "--lake-cluster", "prod", "--principal", "User:a", "--host",
                   "10.0.0.1", "--operation", "READ", "--topic", "t"],
-                 ["replay", "--lake", str(missing), "--cluster", "prod"]):
+                 ["replay", "--lake", str(missing), "--lake-cluster", "prod"]):
         code, out, err = run(argv, capsys)
         assert code == cli.EXIT_USAGE and out == "", argv
         assert err.startswith(f"kraft-replay: no lake at {missing}: give --lake DIR") and "Traceback" not in err
@@ -429,7 +432,7 @@ def test_unknown_tagged_fields_are_a_notice_that_strict_fails_on(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     record = writer.metadata_record(18, 0, ALICE.to_record_data(ID_A), unknown_tags={7: b"\xab\xcd"})
     path = segment(tmp_path, batch(0, [writer.noop(), record]))
-    code, out, err = run(["inspect", "--format", "json", path], capsys)
+    code, out, err = run(["inspect", "--output", "jsonl", path], capsys)
     assert code == 0 and summary_count(err, "unknown_tagged_field") == 1
     assert (f"unknown_tagged_field: {path}, byte 0, offset 1: record at offset 1 (ACCESS_CONTROL_ENTRY_RECORD v0) has "
             "unknown tagged field(s) 7 (2 bytes)") in err
@@ -458,10 +461,12 @@ def test_building_the_parser_imports_no_spark() -> None:
 def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """Stand-ins for the lake and the replay.spark modules the commands call; returns the calls made."""
     calls: dict[str, list[Any]] = {"replay_lake": [], "sql": [], "audit": [], "sql_functions": [], "ingest": [],
-                                   "name_tables": []}
+                                   "name_tables": [], "audits": [], "changes": [], "authorize": []}
 
     def sql(query: str) -> Any:
         calls["sql"].append(query)
+        if "rows" in query:
+            return types.SimpleNamespace(collect=lambda: [Row(n=1, name="a,b")], columns=["n", "name"])
         return types.SimpleNamespace(collect=lambda: [])
 
     lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql),
@@ -469,7 +474,9 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     monkeypatch.setattr(cli, "_lake", lambda args, create=False: lake)
 
     def module(name: str, **attrs: Any) -> None:
-        monkeypatch.setitem(sys.modules, f"replay.spark.{name}", types.SimpleNamespace(**attrs))
+        fake = types.SimpleNamespace(**attrs)
+        monkeypatch.setitem(sys.modules, f"replay.spark.{name}", fake)
+        monkeypatch.setattr(replay.spark, name, fake, raising=False)  # for `from replay.spark import name`
 
     def replay_lake(lk: Any, clusters: list[str], high_watermark: int | None = None, full: bool = False,
                     progress: bool = True) -> dict[str, int]:
@@ -486,7 +493,8 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         calls["ingest"].append(paths)
         if not os.path.exists(paths[0]):
             raise IngestError(f"{paths[0]} does not exist")
-        return types.SimpleNamespace(lines=lambda: [f"{kw['cluster']}: 1 file(s)"])
+        return types.SimpleNamespace(lines=lambda: [f"{kw['cluster']}: 1 file(s)"],
+                                     to_dict=lambda: {"cluster_id": kw["cluster"], "files": paths})
 
     def register_audit_functions(spark: Any, lk: Any) -> list[str]:
         calls["audit"].append((spark, lk))
@@ -496,19 +504,38 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         calls["sql_functions"].append(lk)
         return ["acl_state_at"]
 
+    def audit(name: str, rows: Any) -> Callable[..., Any]:
+        def run_audit(spark: Any, lk: Any, cluster: str, *args: Any, **kw: Any) -> Any:
+            calls["audits"].append((name, cluster, args, kw))
+            return rows
+        return run_audit
+
+    def changes_between(lk: Any, cluster: str, **kw: Any) -> Any:
+        calls["changes"].append((cluster, kw))
+        return types.SimpleNamespace(collect=lambda: [Row(r) for r in CHANGES])
+
+    def authorize_one(spark: Any, lk: Any, cluster: str, *args: Any, **kw: Any) -> dict[str, Any]:
+        calls["authorize"].append((cluster, args))
+        return dict(DECISION)
+
     module("replay", replay_lake=replay_lake)
-    module("audits", register_audit_functions=register_audit_functions)
-    module("queries", register_sql_functions=register_sql_functions)
+    module("audits", register_audit_functions=register_audit_functions, SUMMARY_COLUMNS={"who_can": ["who"]},
+           audit_who_can=audit("who-can", WHO_CAN), audit_what_can=audit("what-can", WHO_CAN),
+           audit_timeline=audit("timeline", WHO_CAN), audit_risky_grants=audit("risky", WHO_CAN),
+           audit_changes=audit("changes", {"acls": CHANGES, "access": WHO_CAN}))
+    module("queries", register_sql_functions=register_sql_functions, changes_between=changes_between)
+    module("authorize", authorize_one=authorize_one,
+           render_decision=lambda result, fmt: [f"{result['principal']}: certainly {result['decision']}"])
     module("ingest", ingest=ingest, IngestError=IngestError, StrictIngestError=StrictIngestError)
     calls["lake"] = [lake]
     return calls
 
 
 def test_replay_command(fake_spark: dict[str, list[Any]], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod", "--high-watermark", "120"], capsys)
+    code, out, _ = run(["replay", "--lake", "/tmp/lake", "--lake-cluster", "prod", "--high-watermark", "120"], capsys)
     assert code == 0 and fake_spark["replay_lake"] == [(fake_spark["lake"][0], ["prod"], 120)]
     assert out == "replayed: acl_events 5, acl_history 3\n"
-    code, out, _ = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod", "--full"], capsys)
+    code, out, _ = run(["replay", "--lake", "/tmp/lake", "--lake-cluster", "prod", "--full"], capsys)
     assert code == 0 and fake_spark["replay_lake"][-1] == (fake_spark["lake"][0], ["prod"], None, "full")
 
 
@@ -523,7 +550,7 @@ def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
 
 def test_ingest_error_is_a_message_not_a_traceback(fake_spark: dict[str, list[Any]],
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["ingest", "/no/such/dump", "--cluster", "prod", "--lake", "/tmp/lake"], capsys)
+    code, out, err = run(["ingest", "/no/such/dump", "--lake-cluster", "prod", "--lake", "/tmp/lake"], capsys)
     assert code == cli.EXIT_FAILED and out == ""
     assert err.splitlines()[0] == "kraft-replay ingest: /no/such/dump does not exist"
     assert fake_spark["replay_lake"] == []
@@ -531,10 +558,10 @@ def test_ingest_error_is_a_message_not_a_traceback(fake_spark: dict[str, list[An
 
 def test_ingest_then_replay_now_or_later(fake_spark: dict[str, list[Any]], tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["ingest", str(tmp_path), "--cluster", "prod", "--lake", "/tmp/lake", "--high-watermark", "7"]
+    argv = ["ingest", str(tmp_path), "--lake-cluster", "prod", "--lake", "/tmp/lake", "--high-watermark", "7"]
     code, out, err = run([*argv, "--no-replay"], capsys)
     assert code == 0 and out == "prod: 1 file(s)\n" and fake_spark["replay_lake"] == []
-    assert "kraft-replay replay --lake /tmp/lake --cluster prod" in err
+    assert "kraft-replay replay --lake /tmp/lake --lake-cluster prod" in err
     code, out, _ = run(argv, capsys)
     assert code == 0 and out == "prod: 1 file(s)\nreplayed: acl_events 5, acl_history 3\n"
     assert fake_spark["replay_lake"] == [(fake_spark["lake"][0], ["prod"], 7)]
@@ -544,8 +571,241 @@ def test_ingest_then_replay_now_or_later(fake_spark: dict[str, list[Any]], tmp_p
                                            ("db.example.com", "is not an IP address literal")])
 def test_authorize_needs_a_client_address(host: str | None, why: str, fake_spark: dict[str, list[Any]],
                                           capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["authorize", "--lake", "/tmp/lake", "--cluster", "prod", "--principal", "User:alice",
+    argv = ["authorize", "--lake", "/tmp/lake", "--lake-cluster", "prod", "--principal", "User:alice",
             "--operation", "READ", "--topic", "payments"]
     code, _, err = run(argv + ([] if host is None else ["--host", host]), capsys)
     assert code == cli.EXIT_USAGE and why in err and "10.0.0.1" in err
     assert cli._host_problem("::1") is None and cli._host_problem("10.0.0.1") is None
+
+
+# ---- one output path: --output, the old spellings, the audit subcommands, --lake-cluster -------------------------
+
+
+class Row(dict[str, Any]):
+    """A collected Spark row, as the commands use one."""
+
+    def asDict(self, recursive: bool = False) -> dict[str, Any]:
+        return dict(self)
+
+
+CHANGES = [{"offset": 3, "offset_min": 3, "exact": True, "time": T0 + 120_000, "change": "REMOVED", "cause": "record",
+            "acl_id": ID_A, "resource_type": "TOPIC", "resource_name": "payments", "pattern_type": "LITERAL",
+            "principal": "User:alice", "host": "*", "operation": "READ", "permission_type": "ALLOW"}]
+WHO_CAN = [{"who": "User:alice", "from_host": "any host", "decision": "ALLOWED", "certain": True,
+            "via": ["TOPIC:LITERAL:payments User:alice ALLOW READ from *"]}]
+DECISION = {"cluster": "prod", "principal": "User:alice", "host": "10.0.0.1", "operation": "READ",
+            "resourceType": "TOPIC", "resourceName": "payments", "asOfOffset": 2, "decision": "ALLOWED",
+            "certain": True, "reason": "matching_allow", "coverage": "complete", "decidingAcls": [{"id": ID_A}]}
+LAKE = ["--lake", "/tmp/lake", "--lake-cluster", "prod"]
+
+
+def parsed(fmt: str, text: str) -> list[dict[str, Any]]:
+    """What a machine reads back from `--output fmt`: the rows (a json document that is an object is one row)."""
+    if fmt == "json":
+        doc = json.loads(text)
+        return doc if isinstance(doc, list) else [doc]
+    if fmt == "jsonl":
+        return [json.loads(line) for line in text.splitlines()]
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert text.splitlines()[0].split(",") == list(rows[0]) if rows else True  # a header row
+    return rows
+
+
+def run_usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """A command argparse refuses: its exit code and stderr."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv, io.StringIO())
+    return int(exit_.value.code or 0), capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
+@pytest.mark.parametrize("before", [True, False], ids=["before", "after"])
+def test_files_commands_in_every_output(fmt: str, before: bool, small_log: str,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    def argv(*command: str) -> list[str]:
+        return ["--output", fmt, *command] if before else [*command, "--output", fmt]
+
+    code, out, err = run(argv("inspect", small_log), capsys)  # every record, Kafka's JSON in `data`
+    records = parsed(fmt, out)
+    assert code == 0 and [(int(r["offset"]), r["type"]) for r in records] == [
+        (0, "ACCESS_CONTROL_ENTRY_RECORD"), (1, "ACCESS_CONTROL_ENTRY_RECORD"), (2, "CLIENT_QUOTA_RECORD"),
+        (3, "REMOVE_ACCESS_CONTROL_ENTRY_RECORD")]
+    assert err.splitlines() == ["no problems found"]
+    data = records[2]["data"]
+    assert (json.loads(data) if fmt == "csv" else data)["value"] == 1.0e7
+    if fmt != "csv":
+        assert '"value":1.0E7' in out  # as Kafka writes it
+    _, out, _ = run(argv("inspect", "--format", "summary", small_log), capsys)  # the summary as rows
+    (summary,) = parsed(fmt, out)
+    assert (summary["path"], int(summary["records"]), str(summary["last_offset"])) == (small_log, 4, "3")
+    code, out, _ = run(argv("acls", small_log, "--as-of-offset", "2"), capsys)
+    if fmt == "json":  # one document: the as-of facts, then the ACLs
+        doc = json.loads(out)
+        assert code == 0 and doc["asOfOffset"] == 2 and doc["exact"] is True
+        assert [a["id"] for a in doc["acls"]] == [ID_B, ID_A] and doc["uncertain"] == []
+    else:
+        rows = parsed(fmt, out)
+        assert code == 0 and [(r["id"], r["certainty"]) for r in rows] == [(ID_B, "certain"), (ID_A, "certain")]
+        assert list(rows[0]) == ["id", "resourceType", "resourceName", "patternType", "principal", "host",
+                                 "operation", "permissionType", "certainty"]
+
+
+def test_lake_commands_in_every_output(fake_spark: dict[str, list[Any]], capsys: pytest.CaptureFixture[str]) -> None:
+    ask = [*LAKE, "--principal", "User:alice", "--host", "10.0.0.1", "--operation", "READ", "--topic", "payments"]
+    for fmt in ("json", "jsonl", "csv"):
+        _, out, _ = run(["changes", *LAKE, "--from-offset", "0", "--output", fmt], capsys)
+        (change,) = parsed(fmt, out)
+        assert change["acl_id"] == ID_A and str(change["time"]) == str(T0 + 120_000)  # epoch ms for machines
+        _, out, _ = run(["sql", "--lake", "/tmp/lake", "SELECT rows", "--output", fmt], capsys)
+        assert [(str(r["n"]), r["name"]) for r in parsed(fmt, out)] == [("1", "a,b")]
+        _, out, _ = run(["authorize", *ask, "--output", fmt], capsys)
+        (decision,) = parsed(fmt, out)
+        assert decision["decision"] == "ALLOWED" and decision["resourceName"] == "payments"
+        _, out, _ = run(["replay", *LAKE, "--output", fmt], capsys)
+        assert [(k, str(v)) for k, v in parsed(fmt, out)[0].items()] == [("acl_events", "5"), ("acl_history", "3")]
+    code, out, _ = run(["--output", "json", "ingest", "/tmp", *LAKE], capsys)
+    assert code == 0 and json.loads(out) == {"cluster_id": "prod", "files": ["/tmp"],
+                                             "replayed": {"acl_events": 5, "acl_history": 3}}
+    _, out, _ = run(["changes", *LAKE], capsys)  # for people: a table, times readable
+    assert out.splitlines()[2].split()[:3] == ["3", "true", cli.format_time(T0 + 120_000)]
+    _, out, _ = run(["authorize", *ask], capsys)
+    assert out == "User:alice: certainly ALLOWED\n"
+
+
+@pytest.mark.parametrize(("argv", "instead"), [
+    (["inspect", "SMALL", "--format", "json"], ["inspect", "SMALL", "--output", "jsonl"]),
+    (["acls", "SMALL", "--as-of-offset", "2", "--format", "json"], ["acls", "SMALL", "--as-of-offset", "2", "--output", "json"]),
+    (["acls", "SMALL", "--as-of-offset", "2", "--format", "table"], ["acls", "SMALL", "--as-of-offset", "2", "--output", "table"]),
+    (["changes", *LAKE, "--format", "json"], ["changes", *LAKE, "--output", "jsonl"]),
+    (["sql", "SELECT rows", "--format", "json"], ["sql", "SELECT rows", "--output", "jsonl"]),
+    (["authorize", *LAKE, "--principal", "User:alice", "--host", "10.0.0.1", "--operation", "READ", "--topic", "t",
+      "--format", "text"],
+     ["authorize", *LAKE, "--principal", "User:alice", "--host", "10.0.0.1", "--operation", "READ", "--topic", "t",
+      "--output", "table"]),
+    (["audit", "risky", *LAKE, "--format", "csv"], ["audit", "risky", *LAKE, "--output", "csv"]),
+    (["replay", "--cluster", "prod"], ["replay", "--lake-cluster", "prod"]),
+], ids=["inspect", "acls-json", "acls-table", "changes", "sql", "authorize", "audit", "cluster"])
+def test_deprecated_spellings_still_work_and_say_what_to_write(
+        argv: list[str], instead: list[str], small_log: str, fake_spark: dict[str, list[Any]],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def spelled(a: list[str]) -> list[str]:
+        return [small_log if x == "SMALL" else x for x in a]
+
+    code, out, err = run(spelled(argv), capsys)
+    new_code, new_out, new_err = run(spelled(instead), capsys)
+    assert (code, out) == (new_code, new_out) and code == 0 and out
+    old = [f"{a} {b}" for a, b in itertools.pairwise(argv) if a.startswith("--") and a not in instead]
+    new = [f"{a} {b}" for a, b in itertools.pairwise(instead) if a.startswith("--") and a not in argv]
+    (note,) = [line for line in err.splitlines() if "deprecated" in line]
+    assert note.startswith(f"kraft-replay: warning: {old[0]} is deprecated and goes in the next release; "
+                           f"use {new[0]}")
+    assert "deprecated" not in new_err
+
+
+def test_lake_cluster_names_the_lakes_cluster(fake_spark: dict[str, list[Any]], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["replay", "--lake", "/tmp/lake", "--lake-cluster", "prod-eu"], capsys)
+    assert code == 0 and fake_spark["replay_lake"][-1][1] == ["prod-eu"] and err == ""
+    code, _, err = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod-eu"], capsys)
+    assert code == 0 and fake_spark["replay_lake"][-1][1] == ["prod-eu"]
+    assert "use --lake-cluster prod-eu (kafka-acls' --cluster names the CLUSTER resource)" in err
+    code, err = run_usage(["replay", "--lake-cluster", "a", "--cluster", "b"], capsys)
+    assert code == cli.EXIT_USAGE and "not allowed with" in err
+    code, err = run_usage(["replay", "--lake", "/tmp/lake"], capsys)
+    assert code == cli.EXIT_USAGE and "error: one of the arguments --lake-cluster is required" in err
+    assert "--cluster " not in err  # the old spelling is not offered
+    code, _, err = run(["ingest", str(tmp_path), *LAKE, "--no-replay"], capsys)
+    assert code == 0 and "kraft-replay replay --lake /tmp/lake --lake-cluster prod" in err
+    code, _, _ = run(["audit", "who-can", *LAKE, "--operation", "READ", "--cluster-resource"], capsys)
+    assert code == 0 and fake_spark["audits"][-1] == ("who-can", "prod", ("READ", "CLUSTER", "kafka-cluster"),
+                                                      {"offset": None, "time": None, "super_users": "",
+                                                       "allow_everyone": False})
+
+
+def test_kafka_texts_and_output_do_not_mix(small_log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_usage(["inspect", "--format", "dump-log", small_log, "--output", "json"], capsys)
+    assert code == cli.EXIT_USAGE and "--format dump-log prints kafka-dump-log's own text: leave out --output" in err
+    code, err = run_usage(["--output", "csv", "acls", small_log, "--format", "standard-acl"], capsys)
+    assert code == cli.EXIT_USAGE and "give one of them" in err
+    code, err = run_usage(["acls", small_log, "--format", "json", "--output", "csv"], capsys)
+    assert code == cli.EXIT_USAGE and "--format json and --output csv disagree: give --output only" in err
+    code, err = run_usage(["--output", "json", "demo"], capsys)
+    assert code == cli.EXIT_USAGE and "leave out --output" in err
+    code, err = run_usage(["acls", small_log, "--output", "xml"], capsys)
+    assert code == cli.EXIT_USAGE and "invalid choice: 'xml'" in err
+
+
+RESOURCE_FLAGS = {"--topic", "--group", "--transactional-id", "--delegation-token", "--user", "--cluster-resource"}
+AUDIT_FLAGS = {
+    "who-can": {"--operation", *RESOURCE_FLAGS, "--as-of-offset", "--as-of-time", "--super-users",
+                "--allow-everyone-if-no-acl-found"},
+    "what-can": {"--principal", "--as-of-offset", "--as-of-time", "--super-users", "--allow-everyone-if-no-acl-found"},
+    "changes": {"--from-offset", "--to-offset", "--from-time", "--to-time", "--super-users",
+                "--allow-everyone-if-no-acl-found"},
+    "timeline": {"--principal", "--operation", *RESOURCE_FLAGS, "--super-users",
+                 "--allow-everyone-if-no-acl-found"},
+    "risky": {"--as-of-offset", "--as-of-time", "--allow-everyone-if-no-acl-found"},
+}
+EVERY_AUDIT_FLAG = set().union(*AUDIT_FLAGS.values())
+COMMON_FLAGS = {"--help", "--output", "--lake", "--catalog", "--lake-cluster", "--master", "--avro"}
+
+
+@pytest.mark.parametrize("audit", list(AUDIT_FLAGS))
+def test_each_audit_is_a_subcommand_whose_help_lists_only_its_flags(audit: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["audit", audit, "--help"], io.StringIO())
+    help_text = capsys.readouterr().out
+    assert exit_.value.code == 0 and help_text.startswith(f"usage: kraft-replay audit {audit} ")
+    listed = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", help_text.split("options:")[1]))
+    assert AUDIT_FLAGS[audit] <= listed and listed <= AUDIT_FLAGS[audit] | COMMON_FLAGS
+    assert not (EVERY_AUDIT_FLAG - AUDIT_FLAGS[audit]) & listed
+    assert "--format" not in help_text and "--cluster " not in help_text  # the old spellings are not offered
+
+
+def test_audit_subcommands_check_their_own_flags(fake_spark: dict[str, list[Any]],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_usage(["audit", "who-can", *LAKE, "--topic", "t"], capsys)
+    assert code == cli.EXIT_USAGE and "the following arguments are required: --operation" in err
+    code, err = run_usage(["audit", "who-can", *LAKE, "--operation", "READ"], capsys)
+    assert code == cli.EXIT_USAGE and "one of the arguments --topic --group" in err
+    code, err = run_usage(["audit", "risky", *LAKE, "--principal", "User:a"], capsys)  # another audit's flag
+    assert code == cli.EXIT_USAGE and "unrecognized arguments: --principal User:a" in err
+    code, err = run_usage(["audit", "changes", *LAKE, "--as-of-offset", "3"], capsys)
+    assert code == cli.EXIT_USAGE and "unrecognized arguments: --as-of-offset 3" in err
+    code, err = run_usage(["audit", *LAKE], capsys)
+    assert code == cli.EXIT_USAGE and "invalid choice" in err and "who-can" in err
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv"])
+def test_audits_in_every_output(fmt: str, fake_spark: dict[str, list[Any]], tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["who-can", "--operation", "READ", "--topic", "payments", "--as-of-offset", "2"],
+                 ["what-can", "--principal", "User:alice"], ["timeline", "--topic", "payments"], ["risky"]):
+        code, out, _ = run(["audit", argv[0], *LAKE, *argv[1:], "--output", fmt], capsys)
+        (row,) = parsed(fmt, out)
+        assert code == 0 and row["who"] == "User:alice", argv
+        assert row["via"] == (WHO_CAN[0]["via"][0] if fmt == "csv" else WHO_CAN[0]["via"])
+    assert fake_spark["audits"][0] == ("who-can", "prod", ("READ", "TOPIC", "payments"),
+                                       {"offset": 2, "time": None, "super_users": "", "allow_everyone": False})
+    _, out, _ = run(["--output", fmt, "audit", "changes", *LAKE, "--from-offset", "0"], capsys)
+    if fmt == "json":  # two answers: one object of both
+        doc = json.loads(out)
+        assert list(doc) == ["acl_changes", "access_changes"] and doc["acl_changes"][0]["acl_id"] == ID_A
+    else:  # one stream, each row led by its answer's name
+        rows = parsed(fmt, out)
+        assert [r["audit"] for r in rows] == ["acl_changes", "access_changes"]
+    _, out, _ = run(["audit", "who-can", *LAKE, "--operation", "READ", "--topic", "payments"], capsys)
+    assert [line.rstrip() for line in out.splitlines()[:2]] == ["== who can: 1 row(s)", "who"]  # summary columns
+
+
+def test_audit_avro_is_a_file(fake_spark: dict[str, list[Any]], tmp_path: Path,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    from replay.kafka.outputs import read_avro
+
+    path = str(tmp_path / "risky.avro")
+    code, out, err = run(["audit", "risky", *LAKE, "--avro", path], capsys)
+    assert code == 0 and out == "" and "wrote 1 risky_grants row(s) as Avro" in err
+    assert [r["audit"] for r in read_avro(path)] == ["risky_grants"]

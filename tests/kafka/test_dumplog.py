@@ -588,7 +588,7 @@ def test_a_log_section_needs_no_snapshot_structure(tmp_path: Path) -> None:
     assert [i for i in dumplog.parse_text(dumplog.render_file(str(path)), "t") if isinstance(i, Problem)] == []
 
 
-# ---- inspect --format json ---------------------------------------------------------------------------------------
+# ---- inspect --output jsonl --------------------------------------------------------------------------------------
 
 
 def test_record_json_text_shows_unknown_tags_nested_too(corpus: dict[str, str]) -> None:

@@ -94,7 +94,7 @@ def assert_same_extras(items: list[Batch | Problem]) -> None:
     """`native.record_extras` against the ingest's `_payload_json` and `record_hash`: equal where given, and given
     for every record with a decoded value (transaction markers and the records that may hold a secret aside) and
     an int64 offset."""
-    from replay.spark import ingest
+    from replay.spark.ingest_rows import _payload_json, record_hash
 
     with _pure(False):
         for batch in (i for i in items if isinstance(i, Batch)):
@@ -106,9 +106,9 @@ def assert_same_extras(items: list[Batch | Problem]) -> None:
                 if rec.api_key in MAY_HOLD_SECRETS and not rec.is_control:  # rendered from the data, by Python
                     assert payload is None, rec
                 if payload is not None:
-                    assert payload == ingest._payload_json(rec), rec
+                    assert payload == _payload_json(rec), rec
                 if -(2**63) <= rec.offset < 2**63:
-                    assert digest == ingest.record_hash(rec.offset, rec.key, rec.value), rec
+                    assert digest == record_hash(rec.offset, rec.key, rec.value), rec
                 else:
                     assert digest is None
 
@@ -120,24 +120,25 @@ def _kind_of(source: str) -> str:
 
 
 def ingest_rows(data: bytes, source: str, pure: bool, show_secrets: bool = False) -> tuple[list[Any], int]:
-    """The ingest's decoded rows of `data` (`ingest.decode_rows` into Arrow batches, as an executor makes them),
-    sorted, and how many of them the extension made as row chunks."""
+    """The ingest's decoded rows of `data` (`ingest_decode.decode_rows` into Arrow batches, as an executor makes
+    them), sorted, and how many of them the extension made as row chunks."""
     import pyarrow as pa
 
-    from replay.spark import ingest
+    from replay.spark.ingest_decode import PlannedFile, _emit, decode_rows
+    from replay.spark.ingest_rows import RowBuffer, arrow_schema
 
-    entry = ingest.PlannedFile(uri=source, length=len(data), kind=_kind_of(source), show_secrets=show_secrets)
+    entry = PlannedFile(uri=source, length=len(data), kind=_kind_of(source), show_secrets=show_secrets)
     chunked = 0
     out = []
     with _pure(pure):
-        buf = ingest._RowBuffer()
-        for row in ingest.decode_rows(entry, io.BytesIO(data)):
+        buf = RowBuffer()
+        for row in decode_rows(entry, io.BytesIO(data)):
             if not isinstance(row, tuple):
                 chunked += row.num_rows
-            out.extend(ingest._emit([row], buf))
+            out.extend(_emit([row], buf))
         if buf.rows:
             out.append(buf.flush())
-    rows = pa.Table.from_batches(out, schema=ingest._arrow_schema()).to_pylist()
+    rows = pa.Table.from_batches(out, schema=arrow_schema()).to_pylist()
     return sorted(rows, key=repr), chunked
 
 

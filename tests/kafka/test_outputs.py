@@ -66,3 +66,71 @@ def test_table_and_unknown_format() -> None:
     assert buf.getvalue().splitlines()[2].split() == ["User:bob", "ALLOWED", "a1;a2"]
     with pytest.raises(ValueError, match="unknown output format"):
         outputs.write_rows([ROW], io.StringIO(), "xml")
+
+
+# ---- the Renderer: the one output path of every command --------------------------------------------------------
+
+ROWS = [{"principal": "User:bob", "acl_ids": ["a1", "a2"], "certain": True, "error": None,
+         "seen": datetime(2026, 11, 20, 14, 2, tzinfo=timezone.utc)},
+        {"principal": "User:çé, \"quoted\"", "acl_ids": [], "certain": False, "error": "x", "seen": None}]
+
+
+def rendered(fmt: str, call: str, *args: object, **kw: object) -> str:
+    buf = io.StringIO()
+    getattr(outputs.Renderer(fmt, buf), call)(*args, **kw)
+    return buf.getvalue()
+
+
+def test_rows_in_every_output_parse_back() -> None:
+    assert json.loads(rendered("json", "rows", ROWS)) == [
+        {"principal": "User:bob", "acl_ids": ["a1", "a2"], "certain": True, "error": None,
+         "seen": "2026-11-20T14:02:00.000Z"},
+        {"principal": "User:çé, \"quoted\"", "acl_ids": [], "certain": False, "error": "x", "seen": None}]
+    lines = rendered("jsonl", "rows", ROWS).splitlines()
+    assert [json.loads(line)["principal"] for line in lines] == ["User:bob", "User:çé, \"quoted\""]
+    back = list(csv.DictReader(io.StringIO(rendered("csv", "rows", ROWS, ["principal", "acl_ids", "certain"]))))
+    assert back == [{"principal": "User:bob", "acl_ids": "a1;a2", "certain": "true"},
+                    {"principal": "User:çé, \"quoted\"", "acl_ids": "", "certain": "false"}]
+    header, rule, *body = rendered("table", "rows", ROWS, ["principal", "error"], people=["principal"]).splitlines()
+    assert header.split() == ["principal"] and set(rule) == {"-"} and body[0] == "User:bob"
+    # no rows: json is an empty array, jsonl nothing, csv the header only, the table says so
+    assert json.loads(rendered("json", "rows", [])) == []
+    assert rendered("jsonl", "rows", []) == ""
+    assert rendered("csv", "rows", [], ["a", "b"]) == "a,b\n"
+    assert rendered("table", "rows", []) == "(none)\n"
+
+
+def test_json_text_is_copied_as_kafka_wrote_it() -> None:
+    kafka = outputs.JsonText('{"offset": 2, "data": {"value":1.0E7}}')
+    assert rendered("jsonl", "rows", [kafka, {"problem": "bad_crc"}]).splitlines() == [kafka, '{"problem": "bad_crc"}']
+    assert '"data": {"value":1.0E7}' in rendered("json", "rows", [kafka])
+    assert json.loads(rendered("json", "rows", [kafka, kafka]))[1]["data"] == {"value": 1.0e7}
+    assert list(csv.DictReader(io.StringIO(rendered("csv", "rows", [kafka], ["offset", "data"])))) == [
+        {"offset": "2", "data": '{"value": 10000000.0}'}]
+
+
+def test_document_in_every_output() -> None:
+    doc = {"decision": "ALLOWED", "acls": [{"id": "a1"}], "offset": 7}
+    assert json.loads(rendered("json", "document", doc, ["people"])) == doc
+    (line,) = rendered("jsonl", "document", doc, ["people"]).splitlines()
+    assert json.loads(line) == doc
+    (row,) = csv.DictReader(io.StringIO(rendered("csv", "document", doc, ["people"])))
+    assert row == {"decision": "ALLOWED", "acls": '[{"id": "a1"}]', "offset": "7"}
+    assert rendered("table", "document", doc, ["a sentence", "for people"]) == "a sentence\nfor people\n"
+
+
+def test_sets_keep_one_stream_parseable() -> None:
+    sets = {"acl_changes": [{"change": "ADDED", "acl_id": "a"}], "access_changes": [{"change": "GAINED", "who": "b"}]}
+    assert json.loads(rendered("json", "sets", sets)) == sets
+    assert [json.loads(line) for line in rendered("jsonl", "sets", sets).splitlines()] == [
+        {"audit": "acl_changes", "change": "ADDED", "acl_id": "a"},
+        {"audit": "access_changes", "change": "GAINED", "who": "b"}]
+    assert list(csv.DictReader(io.StringIO(rendered("csv", "sets", sets)))) == [
+        {"audit": "acl_changes", "change": "ADDED", "acl_id": "a", "who": ""},
+        {"audit": "access_changes", "change": "GAINED", "acl_id": "", "who": "b"}]
+    table = rendered("table", "sets", sets, {"acl_changes": ["acl_id"]}).splitlines()
+    assert table[0] == "== acl changes: 1 row(s)" and table[1].split() == ["acl_id"] and "== access changes: 1 row(s)" in table
+    one = {"who_can": [{"who": "User:a"}]}  # one set: rows as they are, no `audit` column added
+    assert json.loads(rendered("json", "sets", one)) == [{"who": "User:a"}]
+    with pytest.raises(ValueError, match="unknown output 'xml'; choose one of table, json, jsonl, csv"):
+        outputs.Renderer("xml", io.StringIO())

@@ -88,19 +88,20 @@ def test_which_configs_are_secret(name: str, secret: bool) -> None:
     assert secrets.is_secret_config(name) is secret
 
 
-@pytest.mark.parametrize("fmt", ["summary", "json", "dump-log"])
+@pytest.mark.parametrize("fmt", ["summary", "jsonl", "dump-log"])
 def test_inspect_prints_no_secret_unless_asked(tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(segment())
     out = io.StringIO()
-    assert cli.main(["inspect", "--format", fmt, str(path)], out) == 0
+    how = ["--output", fmt] if fmt == "jsonl" else ["--format", fmt]
+    assert cli.main(["inspect", *how, str(path)], out) == 0
     text = out.getvalue() + capsys.readouterr().err
     for secret in _secret_texts():
         assert secret.decode("latin-1") not in text
     if fmt != "summary":
         assert secrets.marker(PASSWORD) in text and secrets.marker(SALT) in text
     shown = io.StringIO()
-    assert cli.main(["inspect", "--format", fmt, "--show-secrets", str(path)], shown) == 0
+    assert cli.main(["inspect", *how, "--show-secrets", str(path)], shown) == 0
     err = capsys.readouterr().err
     assert err.startswith("warning: --show-secrets: SCRAM salts and keys and password configs are printed as the "
                           "log holds them")

@@ -221,7 +221,7 @@ def test_presentable_hosts_in_sql_are_those_java_renders_as_themselves(spark: An
     """The plain-SQL host rule (no Python function, so persistent SQL functions can use it) against the reference
     rendering: a host can match a client only when it is `*` or its own Java rendering."""
     from replay.kafka.authorizer import presentable_host
-    from replay.spark.authorize import presentable_host_sql
+    from replay.spark.authorize_requests import presentable_host_sql
 
     hosts = _host_corpus()
     got = {r.h: r.ok for r in spark.createDataFrame([(h,) for h in hosts], "h string").selectExpr(

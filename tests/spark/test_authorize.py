@@ -173,7 +173,8 @@ def random_requests(rng: random.Random, n: int) -> list[dict[str, Any]]:
 def run(spark: Any, lake: Any, reqs: list[dict[str, Any]], **settings: Any) -> dict[int, dict[str, Any]]:
     from pyspark.sql import types as T
 
-    from replay.spark.authorize import REQUEST_SCHEMA, authorize
+    from replay.spark.authorize import authorize
+    from replay.spark.authorize_requests import REQUEST_SCHEMA
 
     schema = T.StructType([*REQUEST_SCHEMA.fields, T.StructField("n", T.IntegerType())])
     out = authorize(spark.createDataFrame(reqs, schema), lake, **settings).collect()
@@ -323,7 +324,8 @@ def test_default_allow_and_uncertain_allows(spark: Any) -> None:
 def test_authorize_one_and_files(spark: Any, tmp_path: Any) -> None:
     import fastavro
 
-    from replay.spark.authorize import authorize_file, authorize_one, render_decision
+    from replay.spark.authorize import authorize_file, authorize_one
+    from replay.spark.authorize_render import render_decision
 
     lives = [life("a1", _acl("pay", "PREFIXED", "User:bob", "READ", "ALLOW"), 5)]
     coverage = [{"cluster_id": "c", "start_offset": 0, "end_offset": 60, "kind": "log", "source": None}]
@@ -408,7 +410,7 @@ def test_hosts_are_rendered_on_the_executors_like_java(spark: Any) -> None:
     exactly the results of `render_host` (= replay.kafka's java_host_address)."""
     from pyspark.sql import types as T
 
-    from replay.spark.authorize import REQUEST_SCHEMA, normalise, render_host
+    from replay.spark.authorize_requests import REQUEST_SCHEMA, normalise, render_host
 
     hosts = ["10.0.0.1", "010.0.0.1", "10.1", "::1", "::ffff:10.0.0.1", "fe80::1%1", "FE80::1%01", "2001:DB8::1",
              "[::1]", "0:0:0:0:0:ffff:102:304", "kafka.example.com", "", "1.2.3.256", "fe80::1%eth0", None]

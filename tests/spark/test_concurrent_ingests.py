@@ -19,7 +19,8 @@ import pytest
 
 from replay.kafka import writer
 from replay.kafka.acl import AclBinding
-from replay.spark.ingest import RECORD_KEY, ingest
+from replay.spark.ingest import ingest
+from replay.spark.ingest_write import RECORD_KEY
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 from tests.summary import add_summary
 

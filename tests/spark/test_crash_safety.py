@@ -80,7 +80,7 @@ def _crash(dump: str, lake: str, point: str, log: Path) -> int:
     """`kraft-replay ingest` killed right after `point`; its exit status (-9 when it was)."""
     env = dict(_env(), KRAFT_REPLAY_CRASH_AFTER=point)
     with open(log, "w") as out:
-        child = subprocess.Popen([sys.executable, "-m", "replay.cli", "ingest", dump, "--cluster", "c1", "--lake",
+        child = subprocess.Popen([sys.executable, "-m", "replay.cli", "ingest", dump, "--lake-cluster", "c1", "--lake",
                                   lake, "--master", "local[2]", "--no-progress"], stdout=out, stderr=subprocess.STDOUT,
                                  env=env, start_new_session=True)
         try:

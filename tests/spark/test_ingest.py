@@ -19,15 +19,18 @@ from spark_dumps import (
 )
 
 from replay.kafka import dumplog, writer
-from replay.spark.ingest import (
-    IngestError,
-    PlannedFile,
-    StrictIngestError,
+from replay.spark import ingest_decode, ingest_plan
+from replay.spark.ingest import IngestError, StrictIngestError, ingest
+from replay.spark.ingest_decode import PlannedFile, decode_file
+from replay.spark.ingest_plan import (
+    DEFAULT_SPLIT_BYTES,
+    MIN_SPLIT_BYTES,
     classify_listing,
-    ingest,
     local_path_of,
-    record_hash,
+    split_for_cores,
+    split_plan,
 )
+from replay.spark.ingest_rows import record_hash
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 # ---- pure Python: planning and hashing (no Spark) ----------------------------------------------------------------
@@ -100,8 +103,6 @@ def _bad_files(tmp_path: Any) -> list[str]:
 
 def test_pieces_decode_exactly_like_the_whole_file(tmp_path: Any) -> None:
     """Every split size of damaged files gives the rows of the whole file, in the same order."""
-    from replay.spark.ingest import decode_file, split_plan
-
     def rows(entries: list[PlannedFile]) -> list[tuple[Any, ...]]:
         out = []
         for e in entries:
@@ -119,8 +120,6 @@ def test_pieces_decode_exactly_like_the_whole_file(tmp_path: Any) -> None:
 
 
 def test_split_keeps_the_cores_busy_without_tiny_pieces() -> None:
-    from replay.spark.ingest import DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, split_for_cores, split_plan
-
     mib = 1 << 20
     one = [PlannedFile("/d/00000000000000000000.log", 20 * mib, "segment")]
     assert split_for_cores(one, DEFAULT_SPLIT_BYTES, 2) == 10 * mib
@@ -486,15 +485,13 @@ def test_decode_file_through_pyarrow_stream(tmp_path: Any) -> None:
     """The opener used for URIs pyarrow can read (here a local file:// URI) streams the same rows."""
     dump = write_dump(str(tmp_path / "node1"), with_snapshot=False, with_bootstrap=False)
     seg = os.path.join(dump, "__cluster_metadata-0", "00000000000000000000.log")
-    from replay.spark import ingest as ingest_module
-
     direct = PlannedFile(seg, os.path.getsize(seg), "segment", open_with="local", local_path=seg)
     arrow = PlannedFile("file://" + seg, os.path.getsize(seg), "segment", open_with="pyarrow")
     rows = []
     for entry in (direct, arrow):
-        stream = ingest_module._open(entry)
+        stream = ingest_decode._open(entry)
         try:
-            rows.append([(r["offset"], r["content_hash"]) for r in ingest_module.decode_file(entry, stream)])
+            rows.append([(r["offset"], r["content_hash"]) for r in decode_file(entry, stream)])
         finally:
             stream.close()
     assert rows[0] == rows[1] and len(rows[0]) == 6
@@ -503,15 +500,13 @@ def test_decode_file_through_pyarrow_stream(tmp_path: Any) -> None:
 @pytest.mark.spark
 def test_files_read_through_spark_binaryfile(spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fallback for filesystems executors cannot open: Spark reads the content, the result is the same."""
-    from replay.spark import ingest as ingest_module
-
     dump = write_dump(str(tmp_path / "node1"))
     text = tmp_path / "node1" / "dump.txt"  # an unknown name: sniffed on the executor from the content
     text.write_text("\n".join(dumplog.render_file(os.path.join(dump, "__cluster_metadata-0",
                                                                "00000000000000000000.log"))) + "\n")
     normal = Lake(spark, str(tmp_path / "normal"))
     ingest(spark, [dump], "c1", normal, progress=False)
-    monkeypatch.setattr(ingest_module, "_choose_opener", lambda uri, probes: ("spark", None))
+    monkeypatch.setattr(ingest_plan, "_choose_opener", lambda uri, probes: ("spark", None))
     via_spark = Lake(spark, str(tmp_path / "via-spark"))
     report = ingest(spark, [dump], "c1", via_spark, progress=False)
     assert report.records == 18 and report.records_new == 12  # the text repeats the segment's 6 records

@@ -16,7 +16,7 @@ import pytest
 from replay import cli
 from replay.kafka import writer
 from replay.kafka.acl import AclBinding
-from replay.spark.authorize import sql_literal
+from replay.spark.authorize_decide import sql_literal
 from replay.spark.tables import ACL_HISTORY, METADATA_RECORDS, Lake
 
 pytestmark = pytest.mark.spark
@@ -54,12 +54,12 @@ def test_names_full_of_sql_go_through_as_data(spark: Any, tmp_path: Path, capsys
     lake_dir = str(tmp_path / "la`ke 'one'; --")
 
     out = io.StringIO()
-    assert cli.main(["ingest", str(tmp_path / "dump"), "--cluster", CLUSTER, "--lake", lake_dir, "--no-progress"],
+    assert cli.main(["ingest", str(tmp_path / "dump"), "--lake-cluster", CLUSTER, "--lake", lake_dir, "--no-progress"],
                     out) == 0
     assert _fingerprint(tmp_path / "dump") == before  # nothing written, renamed or touched in the input
 
     out = io.StringIO()
-    assert cli.main(["acls", "--lake", lake_dir, "--cluster", CLUSTER, "--format", "json"], out) == 0
+    assert cli.main(["acls", "--lake", lake_dir, "--lake-cluster", CLUSTER, "--output", "json"], out) == 0
     listed = {(a["principal"], a["resourceName"]) for a in json.loads(out.getvalue())["acls"]}
     assert listed == {(PRINCIPAL, RESOURCE), ("User:plain", "*")}
 
@@ -76,13 +76,13 @@ def test_names_full_of_sql_go_through_as_data(spark: Any, tmp_path: Path, capsys
 
     capsys.readouterr()
     out = io.StringIO()
-    assert cli.main(["authorize", "--lake", lake_dir, "--cluster", CLUSTER, "--principal", PRINCIPAL, "--host",
-                     "10.0.0.1", "--operation", "READ", "--topic", RESOURCE, "--format", "json"], out) == 0
+    assert cli.main(["authorize", "--lake", lake_dir, "--lake-cluster", CLUSTER, "--principal", PRINCIPAL, "--host",
+                     "10.0.0.1", "--operation", "READ", "--topic", RESOURCE, "--output", "json"], out) == 0
     assert json.loads(out.getvalue())["decision"] == "ALLOWED"
 
     # a full replay replaces this cluster's rows (its replaceWhere predicate quotes the name): none doubled
     history = sorted(r.acl_id for r in lake.read(ACL_HISTORY).collect())
-    assert cli.main(["replay", "--lake", lake_dir, "--cluster", CLUSTER, "--full"], io.StringIO()) == 0
+    assert cli.main(["replay", "--lake", lake_dir, "--lake-cluster", CLUSTER, "--full"], io.StringIO()) == 0
     assert sorted(r.acl_id for r in lake.read(ACL_HISTORY).collect()) == history
 
     # every table is still there, holding this cluster's rows under its name as given

@@ -85,7 +85,7 @@ def test_wrong_questions_raise_typed_errors(spark: Any, lake: Any, reference: An
         authorize_one(spark, lake, "nope", "User:alice", "10.0.0.1", "READ", "TOPIC", "t")
     capsys.readouterr()
     out = io.StringIO()
-    assert cli.main(["acls", "--lake", lake.location, "--cluster", "nope"], out) == cli.EXIT_USAGE
+    assert cli.main(["acls", "--lake", lake.location, "--lake-cluster", "nope"], out) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert out.getvalue() == "" and "kraft-replay: cluster 'nope' has no replayed history" in err
 

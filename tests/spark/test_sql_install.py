@@ -212,6 +212,6 @@ def test_sql_command_names_the_lakes_tables(spark: Any, sample_lake: Any) -> Non
 
     out = io.StringIO()
     query = "SELECT count(*) AS n FROM anomalies WHERE cluster_id = 'small-snapshots'"
-    assert cli.main(["sql", query, "--lake", sample_lake.location, "--format", "json"], out) == 0
+    assert cli.main(["sql", query, "--lake", sample_lake.location, "--output", "jsonl"], out) == 0
     want = sample_lake.read("anomalies").where(F.col("cluster_id") == "small-snapshots").count()
     assert json.loads(out.getvalue()) == {"n": want}

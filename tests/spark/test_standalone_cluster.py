@@ -79,7 +79,7 @@ def test_cluster_mode_gives_the_same_tables_as_local_mode(tmp_path: Path) -> Non
     cluster_dir = str(tmp_path / "cluster-lake")
     with StandaloneCluster(cores=2, memory="1g", work_dir=str(tmp_path / "spark")) as cluster:
         submit = " ".join(f"--conf {k}={v}" for k, v in _NO_CODEGEN.items())
-        proc = _run([sys.executable, "-m", "replay.cli", "ingest", dump, "--cluster", "c1", "--lake", cluster_dir,
+        proc = _run([sys.executable, "-m", "replay.cli", "ingest", dump, "--lake-cluster", "c1", "--lake", cluster_dir,
                      "--master", cluster.url, "--no-progress"],
                     dict(env, PYSPARK_SUBMIT_ARGS=f"{submit} pyspark-shell"))
         assert f"cluster {cluster.url}" in proc.stdout + proc.stderr  # the session says which Spark it used

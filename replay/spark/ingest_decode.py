@@ -1,0 +1,348 @@
+"""The ingest's executor side: each Spark task opens its files (or pieces of files) and decodes them into Arrow
+record batches of `ingest_rows` rows; `make_stream_decoder` and `make_content_decoder` are the `mapInArrow`
+functions.
+
+Runs inside Spark tasks: imports only pyarrow, the standard library and `replay.kafka`, never pyspark (see
+`ingest_rows`). A task opens a file as `PlannedFile.open_with` says (`ingest_plan` chooses): local paths, `file:`
+URIs and `dbfs:` paths through their mounts directly; other URIs through fsspec or `pyarrow.fs`; otherwise Spark
+reads the content for it (`binaryFile`: a file whole in one JVM byte array, so below 2 GiB). A piece of a large
+file owns the batches that *start* in its byte range, found by walking the 12-byte batch headers; the piece holding
+a break in that chain reads on to the end of the file, so pieces give exactly the rows and problems the whole file
+gives.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any, BinaryIO, cast
+
+import pyarrow as pa
+from pyarrow import fs as pafs
+
+from replay.kafka import batch as batch_reader
+from replay.kafka import dumplog, native
+from replay.kafka import files as kfiles
+from replay.kafka.model import Batch, Problem, ProblemKind, SourceKind
+from replay.spark.ingest_rows import (
+    BYTES_PER_ARROW_BATCH,
+    COLUMNS,
+    RowBuffer,
+    as_tuple,
+    chunk_batch,
+    file_ends,
+    outside_int64,
+    problem_row,
+    record_rows,
+    stream_of,
+)
+
+NATIVE_ROWS_PER_CHUNK = 8192  # rows the compiled decoder puts in one Arrow batch (it costs a fixed ~1 ms to wrap one)
+UNKNOWN_KIND = "unknown"  # a file whose name says nothing; the executor sniffs it
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedFile:
+    """One file to decode. `uri` is the path as Spark lists it; `open_with` says how an executor opens it."""
+
+    uri: str
+    length: int
+    kind: str  # a SourceKind value, or "unknown" (sniffed on the executor)
+    snapshot_end_offset: int | None = None
+    snapshot_epoch: int | None = None
+    explicit: bool = False  # named by the user (not found by walking a directory)
+    open_with: str = "local"  # local | fsspec | pyarrow | spark
+    local_path: str | None = None
+    start: int = 0  # a piece of a large file: the batches that START in [start, end) (see decode_piece)
+    end: int | None = None  # None: the whole file
+    show_secrets: bool = False  # keep SCRAM credentials and password configs (`replay.kafka.secrets`)
+
+    @property
+    def name(self) -> str:
+        return posixpath.basename(self.uri.rstrip("/"))
+
+    @property
+    def is_piece(self) -> bool:
+        return self.end is not None
+
+    @property
+    def size(self) -> int:
+        """Bytes this entry covers (for progress)."""
+        return self.length if self.end is None else max(0, min(self.end, self.length) - self.start)
+
+
+def decode_file(entry: PlannedFile, stream: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The rows of one file (records, problems, or one "I" row when a sniffed file is not a metadata file), as
+    dicts by column name."""
+    for row in decode_rows(entry, stream, ordered=True):
+        if isinstance(row, tuple):
+            yield dict(zip(COLUMNS, row, strict=True))
+        else:
+            yield from row.to_pylist()
+
+
+def decode_rows(entry: PlannedFile, stream: IO[bytes], ordered: bool = False) -> Iterator[Any]:
+    """The rows of one file as `decode_file` says, each a tuple in `DECODED_FIELDS`' column order, or, where the
+    compiled decoder made them, many at once as an Arrow record batch (`chunk_batch`): those
+    come in file order with the others only when `ordered` (the table does not need it, and full chunks are
+    cheaper)."""
+
+    kind = entry.kind
+    base: dict[str, Any] = {"source_file": entry.uri, "file_length": entry.length}
+    if kind == UNKNOWN_KIND:
+        head = stream.read(64)
+        rest = stream
+        if head.lstrip(b"\xef\xbb\xbf").startswith(kfiles.DUMP_LOG_TEXT_PREFIX):
+            kind = SourceKind.DUMP_LOG_TEXT.value
+        elif entry.explicit:
+            kind = SourceKind.SEGMENT.value  # named by the user: the reader says what it is
+        else:
+            yield as_tuple({**base, "row_type": "I", "source_kind": UNKNOWN_KIND})
+            return
+        stream = cast(IO[bytes], io.BufferedReader(_Prefixed(head, rest), buffer_size=1024 * 1024))
+    base["source_kind"] = kind
+    if kind == SourceKind.DUMP_LOG_TEXT.value:
+        yield from _decode_text(entry, stream, base)
+        return
+    base.update(stream=stream_of(kind), snapshot_end_offset=entry.snapshot_end_offset,
+                snapshot_epoch=entry.snapshot_epoch)
+    if entry.is_piece:
+        items = decode_piece(cast(BinaryIO, stream), entry, ordered)
+    else:
+        # a whole snapshot is checked for its header and footer here; a split one by the replay, from its rows
+        items = _batch_items(cast(BinaryIO, stream), entry, ordered=ordered,
+                             snapshot=kind in (SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value))
+    position: int | None = entry.start
+    ends = file_ends(base)
+    try:
+        for item in items:
+            if isinstance(item, Problem):
+                yield as_tuple(problem_row(item, base, entry.name))
+            elif isinstance(item, native.RowChunk):
+                position = int.from_bytes(item.columns[0][1][-8:], "little", signed=True)
+                yield chunk_batch(item, ends)
+            else:
+                position = item.header.position
+                outside = outside_int64(item)
+                if outside is None:
+                    yield from record_rows(item, ends)
+                else:
+                    yield as_tuple(problem_row(outside, base, entry.name))
+    except Exception as e:  # a decoder bug must not sink the whole ingest: the file is reported, not skipped
+        p = Problem(ProblemKind.UNREADABLE_FILE,
+                    f"the decoder failed after byte {position} ({type(e).__name__}: {e}); the rest of this file "
+                    "is not decoded. This is a bug in kraft-acl-replay: please report it with the file",
+                    entry.uri, position)
+        yield as_tuple(problem_row(p, base, entry.name))
+
+
+class _Limited(io.RawIOBase):
+    """The next `limit` bytes of a stream, then end of stream."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._left <= 0:
+            return 0
+        data = self._stream.read(min(len(b), self._left))
+        n = len(data)
+        b[:n] = data
+        self._left -= n
+        return n
+
+
+def piece_bounds(stream: BinaryIO, start: int, end: int, length: int) -> tuple[int, int] | None:
+    """Where the piece [start, end) of a batch file begins and ends: `(a, b)` with `a` the first batch position
+    >= start and `b` the first batch position >= end (the file's length when the chain of batch lengths breaks or the
+    file ends first, so that the piece holding the break reads it and reports it as the whole-file decoder would).
+    None when no batch starts in the piece. Walks batch headers only (12 bytes each)."""
+    def step(pos: int) -> int | None:
+        """The next batch position after the one at `pos`, or None where the chain of lengths breaks."""
+        stream.seek(pos)
+        head = stream.read(batch_reader.LOG_OVERHEAD)
+        if len(head) < batch_reader.LOG_OVERHEAD:
+            return None
+        batch_length = int.from_bytes(head[8:12], "big", signed=True)
+        size = batch_length + batch_reader.LOG_OVERHEAD
+        if batch_length < batch_reader.MIN_BATCH_LENGTH or size > batch_reader.DEFAULT_MAX_BATCH_SIZE:
+            return None
+        if pos + size > length:
+            return None
+        return pos + size
+
+    if start > 0:
+        stream.seek(0)  # a file whose first batch is not a batch at all is decoded (and reported) by piece 0 alone
+        first = next(iter(batch_reader.iter_batch_frames(io.BytesIO(stream.read(128)), "")), None)
+        if isinstance(first, Problem) and first.kind == ProblemKind.NOT_A_METADATA_LOG:
+            return None
+    pos: int | None = 0
+    while pos is not None and pos < start:
+        pos = step(pos)
+    if pos is None or pos >= end or pos >= length:
+        return None
+    a = pos
+    while pos is not None and pos < end and pos < length:
+        pos = step(pos)
+    return a, (length if pos is None else min(pos, length))
+
+
+def _batch_items(stream: BinaryIO, entry: PlannedFile, *, start_position: int = 0, snapshot: bool = False,
+                 ordered: bool = False) -> Iterator[Batch | Problem | native.RowChunk]:
+    """A file's (or piece's) batches and problems; through the compiled decoder most batches come as row chunks
+    already (`batch.read_rows`)."""
+    if native.enabled():
+        return batch_reader.read_rows(stream, entry.uri, start_position=start_position, snapshot=snapshot,
+                                      show_secrets=entry.show_secrets, max_rows=NATIVE_ROWS_PER_CHUNK,
+                                      max_bytes=BYTES_PER_ARROW_BATCH, ordered=ordered)
+    return batch_reader.read_batches(stream, entry.uri, start_position=start_position, snapshot=snapshot,
+                                     show_secrets=entry.show_secrets)
+
+
+def decode_piece(stream: BinaryIO, entry: PlannedFile,
+                 ordered: bool = False) -> Iterator[Batch | Problem | native.RowChunk]:
+    """The batches (and problems) of one piece of a large file, as `read_batches` gives them for the whole file."""
+
+    assert entry.end is not None
+    bounds = piece_bounds(stream, entry.start, entry.end, entry.length)
+    if bounds is None:
+        return
+    a, b = bounds
+    stream.seek(a)
+    limited = cast(BinaryIO, io.BufferedReader(_Limited(stream, b - a), buffer_size=1024 * 1024))
+    yield from _batch_items(limited, entry, start_position=a, ordered=ordered)
+
+
+
+def _decode_text(entry: PlannedFile, stream: IO[bytes], base: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+    reader = dumplog.DumpTextReader(entry.uri, entry.show_secrets)
+    for item in reader.read(text):
+        section = reader.section  # the section the item belongs to (read before the next one opens)
+        here = dict(base)
+        if section is not None:
+            here["text_section"] = section.path
+            if section.kind == "snapshot" or section.snapshot_end_offset is not None:
+                here.update(stream="snapshot", snapshot_end_offset=section.snapshot_end_offset,
+                            snapshot_epoch=section.snapshot_epoch)
+            elif section.kind == "bootstrap" or section.name == kfiles.BOOTSTRAP_NAME:
+                here["stream"] = "bootstrap"
+            else:
+                here["stream"] = "log"
+        if isinstance(item, Problem):
+            yield as_tuple(problem_row(item, here, entry.name))
+        else:
+            yield from record_rows(item, file_ends(here))
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream with some bytes already read from it put back in front."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n
+
+
+def _open(entry: PlannedFile) -> IO[bytes]:
+    if entry.open_with == "local":
+        return open(entry.local_path or entry.uri, "rb", buffering=1024 * 1024)
+    if entry.open_with == "fsspec":
+        import fsspec
+
+        remote: IO[bytes] = fsspec.open(entry.uri, "rb").open()
+        return remote
+    if entry.open_with == "pyarrow":
+        filesystem, path = pafs.FileSystem.from_uri(entry.uri)
+        stream: IO[bytes] = filesystem.open_input_stream(path)
+        return stream
+    raise ValueError(f"{entry.uri}: no way to open it on an executor ({entry.open_with})")
+
+
+def _unreadable(entry: PlannedFile, error: Exception) -> dict[str, Any]:
+    p = Problem(ProblemKind.UNREADABLE_FILE, f"cannot open: {error}", entry.uri)
+    base = {"source_file": entry.uri, "source_kind": entry.kind, "file_length": entry.length,
+            "stream": stream_of(entry.kind)}
+    return problem_row(p, base, entry.name)
+
+
+def _emit(rows: Iterable[Any], buf: RowBuffer) -> Iterator[Any]:
+    """Arrow record batches of the rows: tuples are collected into batches, batches the compiled decoder made pass
+    through (the rows are a set: their order within a file does not matter)."""
+    for row in rows:
+        if isinstance(row, tuple):
+            buf.add(row)
+            if buf.full:
+                yield buf.flush()
+        else:
+            yield row
+
+
+def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P..."""
+
+    def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        buf = RowBuffer()
+        for arrow_batch in batches:
+            for part in arrow_batch.column("id").to_pylist():
+                for index in range(int(part), len(plan), partitions):
+                    entry = plan[index]
+                    try:
+                        stream = _open(entry)
+                    except Exception as e:
+                        yield from _emit([as_tuple(_unreadable(entry, e))], buf)
+                    else:
+                        try:
+                            yield from _emit(decode_rows(entry, stream), buf)
+                        finally:
+                            stream.close()
+                    if counters is not None:
+                        counters[0].add(1)
+                        counters[1].add(entry.size)
+        if buf.rows:
+            yield buf.flush()
+
+    return decode
+
+
+def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`)."""
+
+    def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        buf = RowBuffer()
+        for arrow_batch in batches:
+            paths = arrow_batch.column("path").to_pylist()
+            contents = arrow_batch.column("content")
+            for i, path in enumerate(paths):
+                entry = plan[path]
+                data = contents[i].as_buffer()  # zero-copy: the file is not copied into a Python bytes again
+                reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
+                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf)
+                if counters is not None:
+                    counters[0].add(1)
+                    counters[1].add(entry.length)
+                del data
+        if buf.rows:
+            yield buf.flush()
+
+    return decode
+

@@ -1,0 +1,271 @@
+"""The ingest's plan: which files, of which kind, opened how, in which pieces (the driver's side: no file is read).
+
+The inputs are listed with Spark's `binaryFile` source, selecting only `path` and `length`, so every filesystem
+Spark reads works (local paths, `file:`, `dbfs:`, `/Volumes/...`, `s3a://`, `abfss://`...), and classified by name
+as `replay.kafka.files` does; names it cannot place are sniffed on the executors. Spark's listing skips "hidden"
+names (`_*`, `.*`) and so every `__cluster_metadata-0` directory: those are added as explicit roots; other
+directories whose names start with `_` or `.` must be named explicitly. Local segment and snapshot files are
+decoded in pieces when large, or when fewer files than cores would leave cores idle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+
+from pyarrow import fs as pafs
+from pyspark.sql import SparkSession
+
+from replay.kafka import files as kfiles
+from replay.kafka.model import SourceKind
+from replay.spark.ingest_decode import UNKNOWN_KIND, PlannedFile
+from replay.spark.ingest_report import IngestError
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _scheme(uri: str) -> str | None:
+    m = _SCHEME_RE.match(uri)
+    if m is None or (len(m.group(1)) == 1 and os.name == "nt"):  # C:\ on Windows
+        return None
+    return m.group(1).lower()
+
+
+def local_path_of(uri: str) -> str | None:
+    """The local filesystem path for a URI when this machine can open it directly, else None."""
+    scheme = _scheme(uri)
+    if scheme is None:
+        return uri
+    if scheme == "file":
+        rest = uri[5:]
+        if rest.startswith("//"):  # file://host/path or file:///path
+            rest = rest[2:]
+            rest = rest[rest.index("/"):] if "/" in rest else "/"
+        return rest
+    if scheme == "dbfs":
+        rest = "/" + uri[5:].lstrip("/")
+        if rest.startswith("/Volumes/") and os.path.isdir("/Volumes"):
+            return rest
+        if os.path.isdir("/dbfs"):
+            return "/dbfs" + rest
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _norm(uri: str) -> str:
+    """A comparable form: the real path for local files, the URI without a trailing slash otherwise."""
+    local = local_path_of(uri)
+    return os.path.realpath(local) if local is not None else uri.rstrip("/")
+
+
+def _input_roots(paths: Sequence[str]) -> list[str]:
+    """Inputs as Spark should list them: local paths made absolute, URIs as given."""
+    roots = []
+    for p in paths:
+        p = str(p)
+        roots.append(os.path.abspath(os.path.expanduser(p)) if _scheme(p) is None else p)
+    return roots
+
+
+def classify_listing(
+    roots: Sequence[str], listed: Iterable[tuple[str, int]]
+) -> tuple[list[PlannedFile], list[str]]:
+    """Classify listed files `(uri, length)` by name, as `replay.kafka.files.discover` does for local directories.
+
+    Returns the files to decode (in replay order) and the ignored ones. Pure Python: no Spark, no file access.
+    """
+    listed = sorted(set(listed))
+    uris = [u for u, _ in listed]
+    root_dirs = {r.rstrip("/") for r in roots}
+    names_by_dir: dict[str, set[str]] = {}
+    for u in uris:
+        d, n = posixpath.split(u)
+        names_by_dir.setdefault(d, set()).add(n)
+    subdirs_by_dir: dict[str, set[str]] = {}
+    for d in list(names_by_dir):
+        while True:
+            parent, name = posixpath.split(d)
+            if not name or parent == d:
+                break
+            subdirs_by_dir.setdefault(parent, set()).add(name)
+            d = parent
+
+    def other_partition_dir(d: str) -> bool:
+        parent, name = posixpath.split(d)
+        if name.startswith(kfiles.METADATA_PARTITION_DIR) or kfiles._PARTITION_DIR_RE.match(name) is None:
+            return False
+        if "partition.metadata" in names_by_dir.get(d, set()):
+            return True
+        return "meta.properties" in names_by_dir.get(parent, set()) or kfiles.METADATA_PARTITION_DIR in \
+            subdirs_by_dir.get(parent, set())
+
+    root_norms = {_norm(r) for r in root_dirs}
+
+    def skipped_by_dir(uri: str) -> bool:
+        d = posixpath.dirname(uri)
+        while d and _norm(d) not in root_norms:
+            if other_partition_dir(d):
+                return True
+            parent = posixpath.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        return False
+
+    planned: list[PlannedFile] = []
+    ignored: list[str] = []
+    for uri, length in listed:
+        explicit = _norm(uri) in root_norms
+        name = posixpath.basename(uri)
+        if not explicit and (kfiles.is_ignored_name(name) or skipped_by_dir(uri)):
+            ignored.append(uri)
+            continue
+        source = kfiles.classify_name(uri)
+        if source is None:
+            if kfiles.is_ignored_name(name) and not explicit:
+                ignored.append(uri)
+                continue
+            planned.append(PlannedFile(uri, int(length), UNKNOWN_KIND, explicit=explicit))
+        else:
+            planned.append(PlannedFile(uri, int(length), source.kind.value, source.snapshot_end_offset,
+                                       source.snapshot_epoch, explicit))
+    order = {SourceKind.BOOTSTRAP.value: 0, SourceKind.SNAPSHOT.value: 1, SourceKind.SEGMENT.value: 2}
+    planned.sort(key=lambda f: (order.get(f.kind, 3), f.snapshot_end_offset or 0, f.snapshot_epoch or 0, f.name,
+                                f.uri))
+    return planned, ignored
+
+
+def _choose_opener(uri: str, probes: dict[str, str]) -> tuple[str, str | None]:
+    """How executors will open `uri`: ("local", path) | ("fsspec", None) | ("pyarrow", None) | ("spark", None)."""
+    local = local_path_of(uri)
+    if local is not None:
+        return "local", local
+    scheme = _scheme(uri) or ""
+    if scheme not in probes:
+        probes[scheme] = _probe(uri)
+    return probes[scheme], None
+
+
+def _probe(uri: str) -> str:
+    try:
+        import fsspec
+
+        with fsspec.open(uri, "rb") as f:
+            f.read(1)
+        return "fsspec"
+    except Exception:
+        pass
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        with filesystem.open_input_stream(path) as f:
+            f.read(1)
+        return "pyarrow"
+    except Exception:
+        return "spark"
+
+
+# Spark's file listing skips names that start with "_" or "." (Hadoop "hidden" files), and with them every
+# `__cluster_metadata-0` directory found while walking. They are added as explicit roots: found with os.walk for local
+# inputs, and through this glob (up to four directory levels below the input) for other filesystems.
+METADATA_DIR_GLOB = "{,*/,*/*/,*/*/*/,*/*/*/*/}" + kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0] + "-*"
+
+
+def _listing(spark: SparkSession, paths: list[str]) -> list[tuple[str, int]]:
+    df = spark.read.format("binaryFile").option("recursiveFileLookup", "true").load(paths).select("path", "length")
+    return [(str(r["path"]), int(r["length"])) for r in df.collect()]  # one small row per file, not the log
+
+
+def _hidden_metadata_dirs(local_dir: str) -> list[str]:
+    found = []
+    for dirpath, dirnames, _files in os.walk(local_dir):
+        for d in dirnames:
+            if d.startswith(kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0]):
+                found.append(os.path.join(dirpath, d))
+    return sorted(found)
+
+
+def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, int]]:
+    """Every file under `roots` as `(uri, length)`, listed by Spark's binaryFile source without reading content."""
+    out: list[tuple[str, int]] = []
+    for root in roots:
+        local = local_path_of(root)
+        if local is not None and not os.path.exists(local) and _scheme(root) is None:
+            local = None  # not on this machine: Spark resolves it on its default filesystem (DBFS, HDFS, ...)
+        if local is not None:
+            if not os.path.exists(local):
+                raise IngestError(f"{root} does not exist")
+            extra = _hidden_metadata_dirs(local) if os.path.isdir(local) else []
+            try:
+                out += _listing(spark, [root, *extra])
+            except Exception as e:
+                raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
+            continue
+        try:  # two paths: Spark then skips its metadata-directory probe (a stack trace in the log for globs)
+            out += _listing(spark, [root, root.rstrip("/") + "/" + METADATA_DIR_GLOB])
+        except Exception:
+            try:
+                out += _listing(spark, [root])
+            except Exception as e:
+                if _scheme(root) is None:
+                    raise IngestError(f"{root} does not exist (neither here nor on Spark's default filesystem)"
+                                      ) from e
+                raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
+    return out
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def plan_files(spark: SparkSession, paths: Sequence[str]) -> tuple[list[PlannedFile], list[str]]:
+    """List `paths` with Spark (names and sizes only) and decide each file's kind and how executors open it."""
+    roots = _input_roots(paths)
+    planned, ignored = classify_listing(roots, list_inputs(spark, roots))
+    probes: dict[str, str] = {}
+    out = []
+    for f in planned:
+        how, local = _choose_opener(f.uri, probes)
+        out.append(PlannedFile(f.uri, f.length, f.kind, f.snapshot_end_offset, f.snapshot_epoch, f.explicit, how,
+                               local))
+    return out, ignored
+
+
+def _splittable(f: PlannedFile) -> bool:
+    """A local binary segment or snapshot: one a task can seek in and start reading at a batch boundary."""
+    return f.open_with == "local" and f.kind in (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value)
+
+
+def split_plan(plan: list[PlannedFile], split_bytes: int) -> list[PlannedFile]:
+    """Large local segment and snapshot files as pieces of about `split_bytes`, so one file uses many cores."""
+    if split_bytes <= 0:
+        return list(plan)
+    out: list[PlannedFile] = []
+    for f in plan:
+        if not _splittable(f) or f.length <= split_bytes:
+            out.append(f)
+            continue
+        for start in range(0, f.length, split_bytes):
+            out.append(dataclasses.replace(f, start=start, end=min(start + split_bytes, f.length)))
+    return out
+
+
+
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+MIN_SPLIT_BYTES = 4 * 1024 * 1024
+
+
+def split_for_cores(plan: list[PlannedFile], split_bytes: int, cores: int) -> int:
+    """The piece size that keeps `cores` tasks busy: at most `split_bytes`, and smaller when the splittable bytes
+    would otherwise leave cores idle (one 20 MiB segment on 2 cores: two 10 MiB pieces), never below
+    `MIN_SPLIT_BYTES` (a piece costs a walk over the batch headers before it and a task)."""
+    if split_bytes <= 0:
+        return split_bytes
+    splittable = sum(f.length for f in plan if _splittable(f))
+    per_core = -(-splittable // max(cores, 1))
+    return min(split_bytes, max(MIN_SPLIT_BYTES, per_core))
+

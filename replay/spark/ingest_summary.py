@@ -1,0 +1,114 @@
+"""The one pass over the decoded rows that the driver collects (counts, offset ranges, snapshot copies and their
+digests: nothing that grows with the log), and what it decides: which snapshot copies repeat one already held.
+
+A snapshot or bootstrap copy whose records equal those of a clean copy the lake or this ingest already holds (the
+same snapshot in a later dump, on another node, or as dump-log text) is not stored again; a copy with problems is
+always kept.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from replay.kafka.model import NOTICE_KINDS
+from replay.spark.frames import join_null_safe
+from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
+
+# Snapshot and bootstrap rows belong to one copy (a file, or a section of a dump-log text).
+COPY_KEY = ("source_file", "text_section")
+SNAPSHOT_ID = ("stream", "snapshot_end_offset", "snapshot_epoch")
+
+
+def summarise(decoded: DataFrame) -> list[Any]:
+    """One aggregate row per (row type, stream, snapshot, problem kind, copy): the only thing collected from the data.
+    A copy is a snapshot or bootstrap file (or dump-log text section) for record rows, the file (or section) for
+    problems, none for log records; a copy's row carries its digest (`_copy_digest_columns`), so which copies are
+    repeats is decided from this one pass (`copies_to_drop`)."""
+    is_copy = (F.col("row_type") == "Q") | ((F.col("row_type") == "R") & (F.col("stream") != "log"))
+    h1, h2 = _copy_digest_columns()
+    return (
+        decoded.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
+                        *[F.when(is_copy, F.col(c)).alias(c) for c in COPY_KEY])
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("offset").alias("min_offset"),
+            F.max("offset").alias("max_offset"),
+            F.collect_set(F.when(F.col("row_type") == "I", F.col("source_file"))).alias("ignored"),
+            F.sum(F.when(F.col("row_type") == "R", h1)).alias("_h1"),
+            F.sum(F.when(F.col("row_type") == "R", h2)).alias("_h2"),
+        )
+        .collect()
+    )
+
+
+
+def _copy_digest_columns() -> tuple[Column, Column]:
+    """A record's two parts of its copy's digest (summed over the copy): over its offset, hash, epoch and CRC state,
+    so two copies with the same records have the same digest in any order, wherever they were read from."""
+    item = [F.col("offset"), F.col("content_hash"), F.col("leader_epoch"), F.col("crc_ok")]
+    return F.xxhash64(*item).cast("decimal(38,0)"), F.hash(*item).cast("long")
+
+
+def _copy_digests(rows: DataFrame) -> DataFrame:
+    """Per snapshot or bootstrap copy (`SNAPSHOT_ID` + `COPY_KEY`): its record count and digest."""
+    h1, h2 = _copy_digest_columns()
+    return rows.groupBy(*SNAPSHOT_ID, *COPY_KEY).agg(
+        F.count(F.lit(1)).alias("_n"), F.sum(h1).alias("_h1"), F.sum(h2).alias("_h2"))
+
+
+def _clean(copies: DataFrame, problems: DataFrame) -> DataFrame:
+    """The copies no problem other than a notice names (a copy with one is judged on its own by the replay)."""
+    bad = problems.where(~F.col("kind").isin(*sorted(k.value for k in NOTICE_KINDS)))
+    return join_null_safe(copies, bad, COPY_KEY, "left_anti")
+
+
+Copy = tuple[Any, ...]  # (stream, snapshot_end_offset, snapshot_epoch, source_file, text_section)
+
+
+def copies_to_drop(summary: list[Any], lake: Lake | None, cluster: str) -> list[Copy]:
+    """The snapshot and bootstrap copies of this ingest not to store, from the summary: those whose exact content
+    the lake (when given) or an earlier copy of this ingest already holds in a clean copy (the same snapshot in
+    tomorrow's dump, or from another node). A copy with problems is always kept, under its own file."""
+    notices = {k.value for k in NOTICE_KINDS}
+    bad = {(r["source_file"], r["text_section"]) for r in summary if r["row_type"] == "Q" and r["kind"] not in notices}
+    clean = [r for r in summary if r["row_type"] == "R" and r["source_file"] is not None
+             and (r["source_file"], r["text_section"]) not in bad]
+
+    def copy(r: Any) -> Copy:
+        return tuple(r[c] for c in (*SNAPSHOT_ID, *COPY_KEY))
+
+    def content(r: Any) -> tuple[Any, ...]:
+        return (*(r[c] for c in SNAPSHOT_ID), r["n"], r["_h1"], r["_h2"])
+
+    def first_by_copy_key(r: Any) -> tuple[Any, ...]:  # ascending, nulls first, as the table orders them
+        return tuple(x for c in COPY_KEY for x in (r[c] is not None, r[c] or ""))
+
+    drop: list[Copy] = []
+    kept: dict[tuple[Any, ...], Any] = {}
+    for r in sorted(clean, key=first_by_copy_key):
+        if content(r) in kept:
+            drop.append(copy(r))
+        else:
+            kept[content(r)] = r
+    if lake is not None and kept and lake.exists(METADATA_RECORDS):
+        ids = {content(r)[:3] for r in kept.values()}
+        same_snapshot = functools.reduce(lambda a, b: a | b, [
+            functools.reduce(lambda a, b: a & b,
+                             [F.col(c).eqNullSafe(F.lit(v)) for c, v in zip(SNAPSHOT_ID, i, strict=True)])
+            for i in sorted(ids, key=repr)])
+        stored = lake.read(METADATA_RECORDS).where(
+            (F.col("cluster_id") == cluster) & (F.col("stream") != "log") & same_snapshot)
+        stored_problems = lake.read(QUARANTINE).where(F.col("cluster_id") == cluster) if lake.exists(QUARANTINE) \
+            else None
+        digests = _copy_digests(stored)
+        if stored_problems is not None:
+            digests = _clean(digests, stored_problems)
+        held = {(*(d[c] for c in SNAPSHOT_ID), d["_n"], d["_h1"], d["_h2"])
+                for d in digests.select(*SNAPSHOT_ID, "_n", "_h1", "_h2").distinct().collect()}
+        drop += [copy(r) for key, r in kept.items() if key in held]
+    return drop
+
