@@ -25,6 +25,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
+from typing import Self
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -348,11 +349,11 @@ class Lake:
         self._checked: set[tuple[str, str]] = set()  # (table, schema) whose stored columns this object has checked
 
     @classmethod
-    def at_path(cls, spark: SparkSession, path: str) -> Lake:
+    def at_path(cls, spark: SparkSession, path: str) -> Self:
         return cls(spark, path, catalog=False)
 
     @classmethod
-    def in_catalog(cls, spark: SparkSession, catalog_schema: str) -> Lake:
+    def in_catalog(cls, spark: SparkSession, catalog_schema: str) -> Self:
         return cls(spark, catalog_schema, catalog=True)
 
     def __repr__(self) -> str:
