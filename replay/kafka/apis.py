@@ -139,6 +139,30 @@ class Requirement:
     per_topic: bool = False
 
 
+# What a request names, as facts an `Implied` condition can test (see `_request_facts`).
+FACT_TXN = "transactional_id"  # a transactional id is given
+FACT_GROUP = "group"  # at least one group is named
+FACT_GROUP_GIVEN = "group_given"  # the group argument is given (possibly as an empty list)
+FACT_TOPICS = "topics"  # at least one topic is named
+FACT_OTHER_OWNER = "other_owner"  # an owner other than the principal itself
+
+
+@dataclass(frozen=True, slots=True)
+class Implied:
+    """A condition the request itself implies (so the caller need not say it): added when every fact in `facts` holds
+    and none in `absent` does, unless the caller gave one of `unless_given` (it chose the case itself)."""
+
+    condition: str
+    facts: frozenset[str] = frozenset()
+    absent: frozenset[str] = frozenset()
+    unless_given: frozenset[str] = frozenset()
+
+
+def _i(condition: str, *facts: str, absent: tuple[str, ...] = (), unless_given: frozenset[str] = frozenset()
+       ) -> Implied:
+    return Implied(condition, frozenset(facts), frozenset(absent), unless_given)
+
+
 @dataclass(frozen=True, slots=True)
 class ApiSpec:
     key: int
@@ -146,6 +170,8 @@ class ApiSpec:
     requirements: tuple[Requirement, ...]
     note: str = ""
     max_api_version: int | None = None  # newest request version we know of for version-gated checks
+    implies: tuple[Implied, ...] = ()  # conditions the request's own content decides
+    client_api_version: int | None = None  # the version clients send, when it is not `max_api_version`
 
     @property
     def pascal(self) -> str:
@@ -196,6 +222,20 @@ def _configs(op: str) -> tuple[Requirement, ...]:
     )
 
 
+# FindCoordinator's key type, unless the caller names one: a transaction coordinator for a transactional id alone,
+# else a group coordinator.
+_COORDINATOR_KEY = tuple(
+    _i(cond, *facts, absent=absent, unless_given=frozenset({COND_COORDINATOR_TXN, COND_COORDINATOR_SHARE}))
+    for cond, facts, absent in ((COND_COORDINATOR_TXN, (FACT_TXN,), (FACT_GROUP_GIVEN,)),
+                                (COND_COORDINATOR_GROUP, (), (FACT_TXN,)),
+                                (COND_COORDINATOR_GROUP, (FACT_TXN, FACT_GROUP_GIVEN), ())))
+# Describe/AlterConfigs: the config kinds of the resources named, unless the caller names them; none named: broker.
+_CONFIG_KINDS = tuple(
+    _i(cond, *facts, absent=absent,
+       unless_given=frozenset({COND_BROKER_CONFIGS, COND_TOPIC_CONFIGS, COND_GROUP_CONFIGS}))
+    for cond, facts, absent in ((COND_TOPIC_CONFIGS, (FACT_TOPICS,), ()), (COND_GROUP_CONFIGS, (FACT_GROUP,), ()),
+                                (COND_BROKER_CONFIGS, (), (FACT_TOPICS, FACT_GROUP))))
+
 APIS: tuple[ApiSpec, ...] = (
     ApiSpec(0, "PRODUCE", (
         _r(_c("TRANSACTIONAL_ID", "WRITE", ARG_TXN, when=COND_TRANSACTIONAL), error=TXN_FAILED,
@@ -203,7 +243,7 @@ APIS: tuple[ApiSpec, ...] = (
         _r(_c("CLUSTER", "IDEMPOTENT_WRITE", when=COND_IDEMPOTENT, unless=COND_TRANSACTIONAL, until="2.8"),
            error=CLUSTER_FAILED, note="idempotent (non-transactional) produce before 2.8; removed by KIP-679"),
         _r(_c("TOPIC", "WRITE", ARG_TOPICS), error=TOPIC_FAILED, note="per topic"),
-    )),
+    ), implies=(_i(COND_TRANSACTIONAL, FACT_TXN),)),
     ApiSpec(1, "FETCH", (
         _r(Check("CLUSTER", "CLUSTER_ACTION", when=frozenset({COND_FOLLOWER}), unless=frozenset({COND_CONTROLLER})),
            error=TOPIC_FAILED, per_topic=True,
@@ -235,7 +275,7 @@ APIS: tuple[ApiSpec, ...] = (
         _r(_c("GROUP", "DESCRIBE", ARG_GROUP, when=COND_COORDINATOR_GROUP), error=GROUP_FAILED),
         _r(_c("TRANSACTIONAL_ID", "DESCRIBE", ARG_TXN, when=COND_COORDINATOR_TXN), error=TXN_FAILED),
         _r(_c("CLUSTER", "CLUSTER_ACTION", when=COND_COORDINATOR_SHARE), error=CLUSTER_FAILED),
-    ), note="by key type: group (default), transaction, share"),
+    ), note="by key type: group (default), transaction, share", implies=_COORDINATOR_KEY),
     ApiSpec(11, "JOIN_GROUP", (_GROUP_READ,),
             note="KIP-559 (v7 response ProtocolType) does not change authorization"),
     ApiSpec(12, "HEARTBEAT", (_GROUP_READ,)),
@@ -266,7 +306,7 @@ APIS: tuple[ApiSpec, ...] = (
         _r(_c("CLUSTER", "IDEMPOTENT_WRITE", unless=COND_TRANSACTIONAL),
            _c("TOPIC", "WRITE", any_resource=True, unless=COND_TRANSACTIONAL, since="2.8", note="KIP-679"),
            error=CLUSTER_FAILED, note="no transactional id: IdempotentWrite on the cluster, or (2.8+) Write on any topic"),
-    )),
+    ), implies=(_i(COND_TRANSACTIONAL, FACT_TXN), _i(COND_IDEMPOTENT, absent=(FACT_TXN,)))),
     ApiSpec(23, "OFFSET_FOR_LEADER_EPOCH", (
         _r(_c("CLUSTER", "CLUSTER_ACTION"), _c("TOPIC", "DESCRIBE", ARG_TOPICS), error=TOPIC_FAILED),
     )),
@@ -276,7 +316,7 @@ APIS: tuple[ApiSpec, ...] = (
            note="internal topics are never authorized here"),
         _r(_c("CLUSTER", "CLUSTER_ACTION", min_api=4), error=CLUSTER_FAILED,
            note="v4+: broker-to-broker verification"),
-    ), max_api_version=5, note="clients use v0-3; v4+ is sent by brokers"),
+    ), max_api_version=5, client_api_version=3, note="clients use v0-3; v4+ is sent by brokers"),
     ApiSpec(25, "ADD_OFFSETS_TO_TXN", (_TXN_WRITE, _GROUP_READ)),
     ApiSpec(26, "END_TXN", (_TXN_WRITE,)),
     ApiSpec(27, "WRITE_TXN_MARKERS", (
@@ -287,8 +327,8 @@ APIS: tuple[ApiSpec, ...] = (
     _cluster(29, "DESCRIBE_ACLS", "DESCRIBE"),
     _cluster(30, "CREATE_ACLS", "ALTER"),
     _cluster(31, "DELETE_ACLS", "ALTER"),
-    ApiSpec(32, "DESCRIBE_CONFIGS", _configs("DESCRIBE_CONFIGS")),
-    ApiSpec(33, "ALTER_CONFIGS", _configs("ALTER_CONFIGS"),
+    ApiSpec(32, "DESCRIBE_CONFIGS", _configs("DESCRIBE_CONFIGS"), implies=_CONFIG_KINDS),
+    ApiSpec(33, "ALTER_CONFIGS", _configs("ALTER_CONFIGS"), implies=_CONFIG_KINDS,
             note="BROKER_LOGGER sent straight to a controller needs Cluster:ClusterAction"),
     _cluster(34, "ALTER_REPLICA_LOG_DIRS", "ALTER"),
     ApiSpec(35, "DESCRIBE_LOG_DIRS", (_r(_c("CLUSTER", "DESCRIBE"), filters=True, note="empty result when denied"),)),
@@ -297,7 +337,8 @@ APIS: tuple[ApiSpec, ...] = (
     ApiSpec(38, "CREATE_DELEGATION_TOKEN", (
         _r(_c("USER", "CREATE_TOKENS", ARG_OWNER, when=COND_OTHER_OWNER, since="3.3", note="KIP-373"),
            error=TOKEN_FAILED, note="owner is a principal string such as User:owner1"),
-    ), note="refused on token-authenticated, PLAINTEXT and one-way-SSL connections (not an ACL rule)"),
+    ), note="refused on token-authenticated, PLAINTEXT and one-way-SSL connections (not an ACL rule)",
+       implies=(_i(COND_OTHER_OWNER, FACT_OTHER_OWNER),)),
     _none(39, "RENEW_DELEGATION_TOKEN", "owner/renewer rules, no ACL"),
     _none(40, "EXPIRE_DELEGATION_TOKEN", "owner/renewer rules, no ACL"),
     ApiSpec(41, "DESCRIBE_DELEGATION_TOKEN", (
@@ -306,7 +347,7 @@ APIS: tuple[ApiSpec, ...] = (
     )),
     ApiSpec(42, "DELETE_GROUPS", (_r(_c("GROUP", "DELETE", ARG_GROUP), error=GROUP_FAILED),)),
     _cluster(43, "ELECT_LEADERS", "ALTER", "docs say ClusterAction; the code checks Alter"),
-    ApiSpec(44, "INCREMENTAL_ALTER_CONFIGS", _configs("ALTER_CONFIGS")),
+    ApiSpec(44, "INCREMENTAL_ALTER_CONFIGS", _configs("ALTER_CONFIGS"), implies=_CONFIG_KINDS),
     _cluster(45, "ALTER_PARTITION_REASSIGNMENTS", "ALTER"),
     _cluster(46, "LIST_PARTITION_REASSIGNMENTS", "DESCRIBE"),
     ApiSpec(47, "OFFSET_DELETE", (_r(_c("GROUP", "DELETE", ARG_GROUP), error=GROUP_FAILED),
@@ -428,6 +469,15 @@ def _names(arg: str, values: Mapping[str, Sequence[str]], spec: ApiSpec) -> Sequ
     return names
 
 
+def _request_facts(principal: str, topics: Sequence[str] | None, groups: Sequence[str] | None,
+                   transactional_id: str | None, owner: str | None) -> frozenset[str]:
+    """The facts about a request that `Implied` conditions test."""
+    return frozenset(name for name, holds in (
+        (FACT_TXN, transactional_id is not None), (FACT_GROUP, bool(groups)), (FACT_GROUP_GIVEN, groups is not None),
+        (FACT_TOPICS, bool(topics)),
+        (FACT_OTHER_OWNER, owner is not None and owner != principal)) if holds)
+
+
 def could_call(
     authorizer: StandardAuthorizer,
     api_name: int | str | ApiSpec,
@@ -462,24 +512,12 @@ def could_call(
         raise ValueError(f"unknown conditions {sorted(unknown)}; known: {sorted(CONDITIONS)}")
     groups = [group] if isinstance(group, str) else (list(group) if group is not None else None)
     topic_list = list(topics) if topics is not None else None
-    if spec.key in (0, 22):
-        if transactional_id is not None:
-            conds.add(COND_TRANSACTIONAL)
-        elif spec.key == 22:
-            conds.add(COND_IDEMPOTENT)
-    if spec.key == 10 and not conds & {COND_COORDINATOR_TXN, COND_COORDINATOR_SHARE}:
-        conds.add(COND_COORDINATOR_TXN if transactional_id is not None and groups is None else COND_COORDINATOR_GROUP)
-    if spec.key in (32, 33, 44) and not conds & {COND_BROKER_CONFIGS, COND_TOPIC_CONFIGS, COND_GROUP_CONFIGS}:
-        if topic_list:
-            conds.add(COND_TOPIC_CONFIGS)
-        if groups:
-            conds.add(COND_GROUP_CONFIGS)
-        if not topic_list and not groups:
-            conds.add(COND_BROKER_CONFIGS)
-    if spec.key == 38 and owner is not None and owner != principal:
-        conds.add(COND_OTHER_OWNER)
+    facts = _request_facts(principal, topic_list, groups, transactional_id, owner)
+    given = frozenset(conds)
+    conds.update(i.condition for i in spec.implies
+                 if i.facts <= facts and not i.absent & facts and not i.unless_given & given)
     if api_version is None and spec.max_api_version is not None:
-        api_version = spec.max_api_version if spec.key != 24 else 3  # AddPartitionsToTxn: clients send v3
+        api_version = spec.client_api_version if spec.client_api_version is not None else spec.max_api_version
     frozen = frozenset(conds)
 
     values: dict[str, Sequence[str]] = {}

@@ -14,8 +14,8 @@ before it is not a Begin (no transaction open across it), and when a hole lies a
 follows at all (the next marker decides the records after such a hole). The latest settled loaded snapshot is the
 resume point. The next replay resumes there when everything ingested since lies after it (log offsets and
 snapshots beyond `q`, problems with an offset beyond `q`) and, after a hole, brings no marker; it reads only the
-bronze rows after `q` (Delta skips the files before), replays them with `replay.spark.replay`'s rules, keeps the
-rows the earlier replay wrote up to `q` and replaces the rest, one commit per table as before. Anything else
+bronze rows after `q` (Delta skips the files before), replays them with the rules of `replay.spark.replay_rules`,
+keeps the rows the earlier replay wrote up to `q` and replaces the rest, one commit per table as before. Anything else
 (a first replay, a replay that did not finish, rows that arrived before `q`, a high watermark, `full=True`) is a
 full replay. Both give the same tables: `tests/spark/test_incremental_replay.py` holds them to each other and to
 the reference replayer.

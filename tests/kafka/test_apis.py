@@ -204,3 +204,24 @@ def test_follower_fetch_denied_fails_every_partition_with_topic_authorization_fa
     ctl = could_call(reader, "Fetch", "User:bob", H, conditions=["follower", "controller_endpoint"])
     assert ctl.outcome == "DENIED" and ctl.error == "CLUSTER_AUTHORIZATION_FAILED"
     assert could_call(replica, "Fetch", "User:bob", H, conditions=["controller_endpoint"]).allowed
+
+
+def test_implied_conditions_are_data_over_known_conditions_and_facts() -> None:
+    """What a request implies (a transactional id, the config kinds, the coordinator key type, another owner) is a
+    table on the specs, over the known conditions and request facts: the evaluator holds no API numbers."""
+    from replay.kafka import apis
+
+    facts = {apis.FACT_TXN, apis.FACT_GROUP, apis.FACT_GROUP_GIVEN, apis.FACT_TOPICS, apis.FACT_OTHER_OWNER}
+    implying = {s.name for s in apis.APIS if s.implies}
+    assert implying == {"PRODUCE", "INIT_PRODUCER_ID", "FIND_COORDINATOR", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
+                        "INCREMENTAL_ALTER_CONFIGS", "CREATE_DELEGATION_TOKEN"}
+    for spec in apis.APIS:
+        for i in spec.implies:
+            assert i.condition in apis.CONDITIONS and i.unless_given <= apis.CONDITIONS, spec.name
+            assert (i.facts | i.absent) <= facts and not i.facts & i.absent, spec.name
+    # InitProducerId: a transactional id makes it transactional, none makes it idempotent
+    a = authz(allow("CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE"))
+    assert could_call(a, "InitProducerId", "User:bob", H).allowed
+    assert not could_call(a, "InitProducerId", "User:bob", H, transactional_id="tx").allowed
+    # FindCoordinator: a transactional id with an (empty) group argument still asks for a group coordinator
+    assert could_call(authz(), "FindCoordinator", "User:bob", H, transactional_id="tx", group=[]).allowed

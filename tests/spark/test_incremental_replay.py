@@ -34,7 +34,7 @@ def full_replay_rows(lake: Any, clusters: list[str]) -> dict[str, dict[str, Coun
     `table_rows` gives it: one replay for all of them, as `replay_lake` runs one."""
     from pyspark.sql import functions as F
 
-    from replay.spark.replay import replay_records
+    from replay.spark.replay_rules import replay_records
     from replay.spark.resume import new_replay_id
     from replay.spark.staging import Stages
     from replay.spark.tables import REPLAY_SCHEMAS
