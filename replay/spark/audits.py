@@ -737,7 +737,7 @@ def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
     """Register the audits as temporary SQL table functions over this lake; returns their names.
 
     Every function is the same query text as the Python audit of the same name (so they give the same rows), run
-    over the lake's tables (`lake.table_ref`): `acl_history`, `log_coverage`, `offset_times` and, when the lake has
+    over the lake's tables (`lake.source`): `acl_history`, `log_coverage`, `offset_times` and, when the lake has
     it, `metadata_records`. Offsets are log offsets (map a time with `acl_state_at_time` / `offset_times`);
     `super_users` is the broker's `super.users` text (`'User:admin;User:ops'`, parsed as Kafka parses it) and
     `allow_everyone` its `allow.everyone.if.no.acl.found`. Created with CREATE OR REPLACE, so calling this again is
@@ -746,7 +746,7 @@ def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
 
     Example: `SELECT who, from_host, decision, via FROM acl_who_can('prod', 'READ', 'TOPIC', 'payments', 1234)`.
     """
-    functions = audit_functions(lake.table_ref, _records(lake) is not None)
+    functions = audit_functions(lake.source, _records(lake) is not None)
     for f in functions:
         run_sql(spark, f.create())
     return [f.name for f in functions]

@@ -64,8 +64,8 @@ def install_statements(lake: Lake, schema: str | None = None) -> list[str]:
     else:
         target = ".".join(quote_ident(p) for p in schema.split("."))
     return [f"CREATE SCHEMA IF NOT EXISTS {target}",
-            *[f.create(target) for f in lake_functions(lake.table_ref)],
-            *[v.create(target) for v in lake_views(lake.table_ref)]]
+            *[f.create(target) for f in lake_functions(lake.source)],
+            *[v.create(target) for v in lake_views(lake.source)]]
 
 
 def install(spark: SparkSession, lake: Lake, schema: str | None = None) -> list[str]:

@@ -308,7 +308,7 @@ def register_sql_functions(lake: Lake) -> list[str]:
     Temporary SQL table functions over this lake's tables, for `spark.sql` and notebooks in this session;
     `kraft-replay install-sql` installs the same definitions (`state_functions`) as persistent ones.
     """
-    functions = state_functions(lake.table_ref)
+    functions = state_functions(lake.source)
     for f in functions:
         lake.spark.sql(plain(f.create()))
     return [f.name for f in functions]

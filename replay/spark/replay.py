@@ -1,7 +1,8 @@
 """Replay a lake: bring the replay tables of some clusters up to date with their bronze rows, by the rules of
 `replay.spark.replay_rules`.
 
-Each table changes in one commit that replaces only the rows of the clusters replayed. A cluster replayed before
+Readers see one whole replay of each cluster at every moment: a replay writes its rows beside the visible ones and
+switches them in one `replay_state` commit (`_replay_planned`); other clusters' rows are untouched. A cluster replayed before
 resumes from its last settled snapshot when what arrived since lies after it (`replay.spark.resume`); else its
 history is recomputed from all its bronze rows (a new dump can add snapshots or copies that change earlier answers).
 """
@@ -20,7 +21,7 @@ from replay.spark import resume
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
-from replay.spark.tables import REPLAY_SCHEMAS, Lake
+from replay.spark.tables import REPLAY_ID, REPLAY_SCHEMAS, Lake
 
 
 def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = None,
@@ -29,9 +30,8 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
 
     A cluster replayed before resumes from its last settled snapshot when everything ingested since lies after it
     (`replay.spark.resume`); otherwise (or with `full=True`) it is replayed from the start; a cluster with nothing
-    new is left as it is. Each table changes in one Delta commit (`replaceWhere`) that replaces the rows of these
-    clusters the replay recomputed, so readers see either the old or the new history, and other clusters' rows are
-    untouched. One status line per cluster says which it did and why (also kept in `replay_state`). Returns the
+    new is left as it is. Readers see either the old or the new history of a cluster, whole (`_replay_planned`),
+    and other clusters' rows are untouched. One status line per cluster says which it did and why (also kept in `replay_state`). Returns the
     row count per table for these clusters, counted when first read.
     """
     from replay import progress as progress_ui
@@ -44,13 +44,14 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
         records, quarantine = of_clusters("metadata_records"), of_clusters("quarantine")
         for name in REPLAY_SCHEMAS:
             lake.ensure(name)
-        plans = resume.plan(records, quarantine, resume.read_states(lake, clusters), clusters, high_watermark, full)
+        states = resume.read_states(lake, clusters)
+        plans = resume.plan(records, quarantine, states, clusters, high_watermark, full)
     for p in plans.values():
         progress_ui.say(p.describe(), progress)
     todo = {c: p for c, p in plans.items() if not p.unchanged}
     if todo:
         with safe_unions(lake.spark):
-            _replay_planned(lake, records, quarantine, todo, high_watermark, note)
+            _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
     return TableCounts(lake, list(REPLAY_SCHEMAS), clusters)
 
 
@@ -92,11 +93,16 @@ def table_counts(lake: Lake, tables: list[str], clusters: list[str]) -> dict[str
 
 
 def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
-                    high_watermark: int | None, note: dict[str, Any] | None) -> None:
+                    high_watermark: int | None, note: dict[str, Any] | None,
+                    states: dict[str, dict[str, Any]]) -> None:
+    """Replay the planned clusters. Readers see one whole replay of each cluster throughout: every table gets this
+    replay's rows beside the visible ones (one commit each, which also drops what a replay that died left), then
+    one `replay_state` commit makes them the visible ones, then the previous ones are deleted."""
     names = list(plans)
     replay_id = resume.new_replay_id()
+    shown = {c: (states.get(c) or {}).get("visible_replay_id") for c in names}
     with step(lake.spark, "replay: state"):
-        resume.write_states(lake, plans, replay_id, "running", high_watermark)
+        resume.write_states(lake, plans, replay_id, "running", high_watermark, shown)
     seeds = resume.seeds(lake.spark, plans)
     meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,
                        "modes": {c: p.mode for c, p in plans.items()}, "high_watermark": high_watermark,
@@ -112,8 +118,15 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
                 parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
             last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
         for name, frame in frames.items():
-            df = frame.select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
+            df = frame.withColumn(REPLAY_ID, F.lit(replay_id)).select(
+                *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
             with step(lake.spark, f"replay: write {name}"):
-                resume.write_replacing(lake, name, df, resume.replace_predicate(name, plans), meta)
+                resume.write_replacing(lake, name, df, resume.others_predicate(shown), meta)
         with step(lake.spark, "replay: state"):
-            resume.write_states(lake, plans, replay_id, "done", high_watermark, points, last)
+            resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
+                                points, last)
+    replaced = {c: replay_id for c in names if c in states}  # clusters that had rows of an earlier replay
+    if replaced:
+        with step(lake.spark, "replay: drop the previous rows"):
+            for name in frames:
+                lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {resume.others_predicate(replaced)}")

@@ -15,7 +15,8 @@ follows at all (the next marker decides the records after such a hole). The late
 resume point. The next replay resumes there when everything ingested since lies after it (log offsets and
 snapshots beyond `q`, problems with an offset beyond `q`) and, after a hole, brings no marker; it reads only the
 bronze rows after `q` (Delta skips the files before), replays them with the rules of `replay.spark.replay_rules`,
-keeps the rows the earlier replay wrote up to `q` and replaces the rest, one commit per table as before. Anything else
+and writes them after the rows the visible replay wrote up to `q` (`splice`), as a replay writes (beside the visible
+rows, then switched in `replay_state`: `replay.spark.replay`). Anything else
 (a first replay, a replay that did not finish, rows that arrived before `q`, a high watermark, `full=True`) is a
 full replay. Both give the same tables: `tests/spark/test_incremental_replay.py` holds them to each other and to
 the reference replayer.
@@ -26,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import uuid
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -36,7 +38,7 @@ from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
 from replay.spark.ordered import with_missing
-from replay.spark.tables import REPLAY_STATE, STATE_SCHEMA, Lake, sql_string
+from replay.spark.tables import REPLAY_ID, REPLAY_STATE, STATE_SCHEMA, VISIBLE_SCHEMAS, Lake, sql_string
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
                   "marker_position", "gap_end", "hole_since_marker"]
@@ -280,13 +282,32 @@ def splice(lake: Lake, frames: dict[str, DataFrame], plans: dict[str, Plan]) -> 
     history = history.select(*[F.when(continued, c("_o_" + f)).otherwise(c(f)).alias(f) if f in start else c(f)
                                for f in frames["acl_history"].columns])
 
-    return {
+    spliced = {
         "acl_events": events,
         "acl_history": history,
-        "log_coverage": _coverage(lake, frames["log_coverage"], b),
         "anomalies": after(frames["anomalies"], "offset", keep_null=True).drop("_q"),
         "offset_times": after(frames["offset_times"], "offset").drop("_q"),
     }
+    out = {name: _with_kept(lake, name, df, b) for name, df in spliced.items()}
+    out["log_coverage"] = _coverage(lake, frames["log_coverage"], b)
+    return out
+
+
+# A resumed cluster's rows up to its resume point `_q` that the visible replay wrote and the new one keeps (the
+# suffix replay writes the rest).
+_KEPT: dict[str, Callable[[Column], Column]] = {
+    "acl_events": lambda q: F.col("offset") <= q,
+    "acl_history": lambda q: F.col("valid_to_offset").isNotNull() & (F.col("valid_to_offset") <= q),
+    "anomalies": lambda q: F.col("offset").isNotNull() & (F.col("offset") <= q),
+    "offset_times": lambda q: F.col("offset") <= q,
+}
+
+
+def _with_kept(lake: Lake, name: str, suffix: DataFrame, b: DataFrame) -> DataFrame:
+    """`suffix` and the kept rows before it: a replay writes each cluster's rows whole, beside the visible ones."""
+    cols = VISIBLE_SCHEMAS[name].fieldNames()
+    kept = lake.read(name).join(b, "cluster_id").where(_KEPT[name](F.col("_q"))).select(*cols)
+    return suffix.select(*cols).unionByName(kept)
 
 
 def _coverage(lake: Lake, replayed: DataFrame, b: DataFrame) -> DataFrame:
@@ -314,41 +335,36 @@ def _coverage(lake: Lake, replayed: DataFrame, b: DataFrame) -> DataFrame:
     return full.select(*cols).unionByName(with_missing(runs.unionByName(points))).unionByName(incomplete)
 
 
-# ---- writing -------------------------------------------------------------------------------------------------
-_REPLACED_AFTER = {
-    "acl_events": "offset > {q}",
-    "acl_history": "(valid_to_offset IS NULL OR valid_to_offset > {q})",
-    "anomalies": "(offset IS NULL OR offset > {q})",
-    "offset_times": "offset > {q}",
-}
+# ---- writing ------------------------------------------------------------------------------------------------
+def clusters_predicate(plans: dict[str, Plan]) -> str:
+    """The rows of the planned clusters, as a SQL predicate."""
+    return " OR ".join(f"(cluster_id = {sql_string(p.cluster)})" for p in plans.values())
 
 
-def replace_predicate(table: str, plans: dict[str, Plan]) -> str:
-    """The rows one table's commit replaces: a full cluster's all, a resumed cluster's after its resume point (all
-    of them in the tables not listed in `_REPLACED_AFTER`)."""
-    parts = []
-    for p in plans.values():
-        here = f"cluster_id = {sql_string(p.cluster)}"
-        if p.resume_offset is not None and table in _REPLACED_AFTER:
-            here += " AND " + _REPLACED_AFTER[table].format(q=int(p.resume_offset))
-        parts.append(f"({here})")
-    return " OR ".join(parts)
+def others_predicate(keep: Mapping[str, str | None]) -> str:
+    """Rows of these clusters other than those of the replay `keep` names for each (null: the untagged rows)."""
+    def one(cluster: str, replay_id: str | None) -> str:
+        kept = sql_string(replay_id) if replay_id is not None else "NULL"
+        return f"(cluster_id = {sql_string(cluster)} AND NOT ({REPLAY_ID} <=> {kept}))"
+    return " OR ".join(one(c, r) for c, r in keep.items())
 
 
 def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
-                 points: dict[str, dict[str, Any]] | None = None, last: dict[str, int] | None = None) -> None:
-    """One commit to `replay_state` replacing these clusters' rows (status `running` before the tables are written,
-    `done` with the resume point after: a replay that dies between leaves `running`, and the next one is full)."""
+                 visible: Mapping[str, str | None], points: dict[str, dict[str, Any]] | None = None,
+                 last: dict[str, int] | None = None) -> None:
+    """One commit to `replay_state` replacing these clusters' rows: status `running` before the tables are written,
+    `done` with the resume point after (a replay that dies between leaves `running`, and the next one is full).
+    `visible` names the replay readers see per cluster: the previous one while running, this one when done."""
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     rows = []
     for p in plans.values():
         point = (points or {}).get(p.cluster, {}) if high_watermark is None else {}
         rows.append({"cluster_id": p.cluster, "replay_id": replay_id, "replayed_at": now, "status": status,
                      "mode": p.mode, "reason": p.reason, "high_watermark": high_watermark,
-                     "ingest_ids": p.ingest_ids, "last_offset": (last or {}).get(p.cluster),
-                     **{k: point.get(k) for k in _RESUME_FIELDS}})
+                     "ingest_ids": p.ingest_ids, "visible_replay_id": visible.get(p.cluster),
+                     "last_offset": (last or {}).get(p.cluster), **{k: point.get(k) for k in _RESUME_FIELDS}})
     df = lake.spark.createDataFrame(rows, STATE_SCHEMA)
-    write_replacing(lake, REPLAY_STATE, df, replace_predicate(REPLAY_STATE, plans),
+    write_replacing(lake, REPLAY_STATE, df, clusters_predicate(plans),
                     f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}')
 
 

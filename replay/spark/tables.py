@@ -234,8 +234,18 @@ OFFSET_TIMES_SCHEMA = StructType([
     _millis("time", "time of every offset from the previous entry's offset + 1 to this one", nullable=False),
 ])
 
-REPLAY_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
-                  "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
+# Every replay table's last column: which replay wrote the row. A replay adds its rows beside the ones readers see,
+# then makes them the visible ones in one commit to `replay_state` (`visible_replay_id`), then removes the others:
+# a reader that goes through `Lake.source`/`Lake.read` sees one whole replay of each cluster, never a mix of two.
+REPLAY_ID = "replay_id"
+_REPLAY_ID_FIELD = _f(REPLAY_ID, StringType(), "the replay that wrote this row; readers see the rows of each "
+                      "cluster's visible replay (replay_state.visible_replay_id); null: written before replays were "
+                      "tagged")
+
+# The replay tables as readers see them (`Lake.source`), and as stored (with the tag).
+VISIBLE_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
+                   "anomalies": ANOMALIES_SCHEMA, "offset_times": OFFSET_TIMES_SCHEMA}
+REPLAY_SCHEMAS = {name: StructType([*schema.fields, _REPLAY_ID_FIELD]) for name, schema in VISIBLE_SCHEMAS.items()}
 
 STATE_SCHEMA = StructType([
     _CLUSTER,
@@ -247,6 +257,9 @@ STATE_SCHEMA = StructType([
     _offset("high_watermark", "the cut-off offset the user gave (records after it were left out); null: none",
             nullable=True),
     _f("ingest_ids", ArrayType(StringType()), "the ingests whose rows the replay read"),
+    _f("visible_replay_id", StringType(), "the replay whose rows of this cluster readers see: this one once done; "
+       "while it runs (or after it failed) the last one that finished; null: rows written before replays were "
+       "tagged"),
     _offset("last_offset", "the last offset known after the replay", nullable=True),
     _offset("resume_offset", "the latest settled loaded snapshot's last offset, where the next replay may resume; "
             "null: no resume point", nullable=True),
@@ -262,18 +275,10 @@ STATE_SCHEMA = StructType([
     _f("hole_since_marker", BooleanType(), "resume state: whether a hole lies between that marker and resume_offset"),
 ])
 
-ACL_EVENTS_SCHEMA = EVENTS_SCHEMA
-ACL_HISTORY_SCHEMA = HISTORY_SCHEMA
-LOG_COVERAGE_SCHEMA = COVERAGE_SCHEMA
-
 SCHEMAS: dict[str, StructType] = {
     METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
     QUARANTINE: QUARANTINE_SCHEMA,
-    ACL_EVENTS: ACL_EVENTS_SCHEMA,
-    ACL_HISTORY: ACL_HISTORY_SCHEMA,
-    LOG_COVERAGE: LOG_COVERAGE_SCHEMA,
-    ANOMALIES: ANOMALIES_SCHEMA,
-    OFFSET_TIMES: OFFSET_TIMES_SCHEMA,
+    **REPLAY_SCHEMAS,
     REPLAY_STATE: STATE_SCHEMA,
 }
 
@@ -347,6 +352,7 @@ class Lake:
             self.location = text.rstrip("/") if _URI_RE.match(text) else os.path.abspath(os.path.expanduser(text))
             self.schema_ref = ""
         self._checked: set[tuple[str, str]] = set()  # (table, schema) whose stored columns this object has checked
+        self._tags: set[str] = set()  # replay tables known to carry replay tags
 
     @classmethod
     def at_path(cls, spark: SparkSession, path: str) -> Self:
@@ -381,7 +387,7 @@ class Lake:
             self.spark.sql(f"USE {self.schema_ref}")
         else:
             for t in names:
-                self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_ident(t)} AS SELECT * FROM {self.table_ref(t)}")
+                self.spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote_ident(t)} AS SELECT * FROM {self.source(t)}")
         return names
 
     # ---- state -----------------------------------------------------------------------------------------------
@@ -410,13 +416,43 @@ class Lake:
         return self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)}{tail}")
 
     # ---- reading ---------------------------------------------------------------------------------------------
+    def source(self, name: str, timestamp: str | None = None) -> str:
+        """How a query reads the table (a relation to put after FROM): the table itself, or for a replay table only
+        the rows of each cluster's visible replay, without the `replay_id` column, so that a reader of several
+        replay tables never sees one table replaced and another not yet (`replay.spark.replay` writes a replay's
+        rows beside the visible ones and switches them in one `replay_state` commit). With `timestamp`, both as of
+        that time. A lake whose tables predate the tags is read as it is."""
+        at = f" TIMESTAMP AS OF {sql_string(timestamp)}" if timestamp is not None else ""
+        if name not in REPLAY_SCHEMAS or not self._tagged(name):
+            return f"{self.table_ref(name)}{at}"
+        cols = ", ".join(f"t.{quote_ident(f.name)}" for f in VISIBLE_SCHEMAS[name].fields)
+        return (f"(SELECT {cols} FROM {self.table_ref(name)}{at} t LEFT JOIN (SELECT cluster_id, visible_replay_id "
+                f"FROM {self.table_ref(REPLAY_STATE)}{at}) s ON t.cluster_id = s.cluster_id "
+                f"WHERE t.{REPLAY_ID} <=> s.visible_replay_id)")
+
+    def _tagged(self, name: str) -> bool:
+        """Whether the replay table carries replay tags (a lake written before them does not until its next
+        replay): true for a table not created yet. Asked once per table and lake object."""
+        if name not in self._tags:
+            tagged = True
+            if self.exists(name):
+                tagged = REPLAY_ID in self.read_raw(name).columns and (
+                    self.exists(REPLAY_STATE) and "visible_replay_id" in self.read_raw(REPLAY_STATE).columns)
+            if not tagged:
+                return False  # asked again after the next replay adds the columns
+            self._tags.add(name)
+        return True
+
     def read(self, name: str, version: int | None = None, timestamp: str | None = None) -> DataFrame:
-        """The table as a DataFrame, now or as of a Delta version or timestamp (time travel)."""
-        suffix = ""
+        """The table as a DataFrame as readers see it (`source`), now or as of a timestamp; as of a Delta version,
+        the table's rows as stored at that version (every replay's, with `replay_id`)."""
         if version is not None:
-            suffix = f" VERSION AS OF {int(version)}"
-        elif timestamp is not None:
-            suffix = f" TIMESTAMP AS OF {sql_string(timestamp)}"
+            return self.read_raw(name, version)
+        return self.spark.sql(f"SELECT * FROM {self.source(name, timestamp)}")
+
+    def read_raw(self, name: str, version: int | None = None) -> DataFrame:
+        """The table's rows as stored (a replay table's with `replay_id`, including a replay's not visible yet)."""
+        suffix = f" VERSION AS OF {int(version)}" if version is not None else ""
         return self.spark.sql(f"SELECT * FROM {self.table_ref(name)}{suffix}")
 
     # ---- creating --------------------------------------------------------------------------------------------
@@ -444,7 +480,7 @@ class Lake:
         key = (name, schema.simpleString())
         if key in self._checked:  # reading the schema loads the table's latest snapshot: once per lake object
             return ref
-        stored = {f.name: f.dataType for f in self.read(name).schema.fields}
+        stored = {f.name: f.dataType for f in self.read_raw(name).schema.fields}
         check_column_types(ref, stored, schema)
         missing = [f for f in schema.fields if f.name not in stored]
         if missing:
@@ -456,7 +492,7 @@ class Lake:
         """Give an existing table the comments of its schema and of `TABLE_COMMENTS` where it lacks them (a lake
         written by an older version has fewer). Each change is a metadata-only commit; returns the statements run."""
         ref = self.ensure(name)
-        stored = {f.name: f.metadata.get("comment") for f in self.read(name).schema.fields}
+        stored = {f.name: f.metadata.get("comment") for f in self.read_raw(name).schema.fields}
         changes = [f"ALTER TABLE {ref} ALTER COLUMN {quote_ident(f.name)} COMMENT {sql_string(f.metadata['comment'])}"
                    for f in SCHEMAS[name].fields
                    if f.metadata.get("comment") and stored.get(f.name) != f.metadata["comment"]]

@@ -37,14 +37,14 @@ def full_replay_rows(lake: Any, clusters: list[str]) -> dict[str, dict[str, Coun
     from replay.spark.replay_rules import replay_records
     from replay.spark.resume import new_replay_id
     from replay.spark.staging import Stages
-    from replay.spark.tables import REPLAY_SCHEMAS
+    from replay.spark.tables import VISIBLE_SCHEMAS
 
     def read(t: str) -> Any:
         return lake.read(t).where(F.col("cluster_id").isin(clusters))
 
     with Stages(lake, new_replay_id()) as stages:
         frames, _ = replay_records(read("metadata_records"), read("quarantine"), stages=stages)
-        return _by_cluster({t: frames[t].select(*[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[t].fields])
+        return _by_cluster({t: frames[t].select(*[F.col(f.name).cast(f.dataType) for f in VISIBLE_SCHEMAS[t].fields])
                             .collect() for t in TABLES}, clusters)
 
 

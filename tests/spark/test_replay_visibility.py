@@ -1,0 +1,109 @@
+"""A reader sees one whole replay of each cluster (issue 18): while a replay writes its five tables one commit at a
+time, and after a replay that died between them, the tables read through the lake (`Lake.read`, the SQL
+functions) give exactly the last finished replay; the next replay leaves only its own rows behind."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.kafka import synth
+from tests.spark.test_incremental_replay import full_replay_rows, table_rows
+
+pytestmark = pytest.mark.spark
+
+TABLES = ["acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
+
+
+class Died(Exception):
+    pass
+
+
+def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark.sql import functions as F
+
+    from replay.spark import queries, resume
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import REPLAY_ID, Lake
+
+    log = synth.generate(7, n_batches=60)
+    cuts = [log.end_offset // 3, 2 * log.end_offset // 3, None]
+    dumps = []
+    for k, cut in enumerate(cuts):
+        d = str(tmp_path / f"day{k}")
+        synth.write_dump(log, d, synth.Layout(segment_every=10, max_offset=cut))
+        dumps.append(d)
+    lake = Lake(spark, str(tmp_path / "lake"))
+    at = log.end_offset  # past every day's end: each answer is the state at the end of what was replayed
+
+    def seen() -> dict[str, Any]:
+        """Everything a reader gets: each table's rows, and the answers of two SQL functions."""
+        parts = [lake.read(t).where(F.col("cluster_id") == "c1").select(F.lit(t).alias("t"), F.to_json(F.struct("*")))
+                 for t in TABLES]
+        parts.append(spark.sql(f"SELECT 'acl_state_at' AS t, to_json(struct(*)) FROM acl_state_at('c1', {at})"))
+        rows = functools.reduce(lambda a, b: a.unionAll(b), parts).collect()
+        out: dict[str, Any] = {t: sorted(r[1] for r in rows if r[0] == t) for t in [*TABLES, "acl_state_at"]}
+        return out
+
+    ingest(spark, [dumps[0]], cluster="c1", lake=lake, progress=False)
+    replay_lake(lake, ["c1"], progress=False)
+    queries.register_sql_functions(lake)
+    first = seen()
+
+    # the next replay: after each of its table commits, a reader still sees the first replay, whole
+    real = resume.write_replacing
+    during: list[tuple[str, bool]] = []
+
+    def watched(lake_: Any, name: str, df: Any, predicate: str, meta: str) -> None:
+        real(lake_, name, df, predicate, meta)
+        if name in TABLES:
+            during.append((name, seen() == first))
+
+    monkeypatch.setattr(resume, "write_replacing", watched)
+    ingest(spark, [dumps[1]], cluster="c1", lake=lake, progress=False)
+    replay_lake(lake, ["c1"], progress=False)
+    assert sorted(name for name, _ in during) == sorted(TABLES)
+    assert all(same for _, same in during), during
+    second = seen()
+    assert second != first and len(second["acl_events"]) > len(first["acl_events"])
+
+    def leftovers() -> int:
+        done = lake.read("replay_state").where(F.col("cluster_id") == "c1").first()
+        assert done is not None and done.status == "done" and done.visible_replay_id == done.replay_id
+        return sum(lake.read_raw(t).where((F.col("cluster_id") == "c1")
+                                          & ~F.col(REPLAY_ID).eqNullSafe(done.replay_id)).count() for t in TABLES)
+
+    assert leftovers() == 0  # the first replay's rows are gone once the second is visible
+
+    # a replay that dies after two of its five commits: readers keep the second replay; its rows stay hidden
+    written: list[str] = []
+
+    def dies(lake_: Any, name: str, df: Any, predicate: str, meta: str) -> None:
+        real(lake_, name, df, predicate, meta)
+        if name in TABLES:
+            written.append(name)
+            if len(written) == 2:
+                raise Died(name)
+
+    monkeypatch.setattr(resume, "write_replacing", dies)
+    ingest(spark, [dumps[2]], cluster="c1", lake=lake, progress=False)
+    with pytest.raises(Died):
+        replay_lake(lake, ["c1"], progress=False)
+    assert seen() == second
+    state = lake.read("replay_state").where(F.col("cluster_id") == "c1").first()
+    assert state is not None and state.status == "running" and state.visible_replay_id != state.replay_id
+    hidden = sum(lake.read_raw(t).where(F.col(REPLAY_ID) == state.replay_id).count() for t in written)
+    assert hidden > 0  # the dead replay's rows are in the tables, and no reader sees them
+
+    # the next replay (full: the previous one did not finish) shows all three days and removes the dead rows
+    monkeypatch.setattr(resume, "write_replacing", real)
+    replay_lake(lake, ["c1"], progress=False)
+    assert lake.read("replay_state").where(F.col("cluster_id") == "c1").first().mode == "full"
+    assert leftovers() == 0
+    assert seen() != second
+    assert table_rows(lake, ["c1"]) == full_replay_rows(lake, ["c1"])
