@@ -208,7 +208,9 @@ def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> in
         print(f"kraft-replay inspect: {other[0]}: kafka-dump-log dumps index and producer-state files with other "
               "code; --format dump-log renders .log and .checkpoint files", file=sys.stderr)
         return EXIT_USAGE
-    renderer = dumplog.DumpLogRenderer(variant=args.variant, skip_record_metadata=args.skip_record_metadata,
+    chosen = dumplog.choose_variant(paths) if args.variant == "auto" else None
+    renderer = dumplog.DumpLogRenderer(variant=chosen.variant if chosen else args.variant,
+                                       skip_record_metadata=args.skip_record_metadata,
                                        on_problem=summary.add, show_secrets=args.show_secrets)
     told = 0
     for line in renderer.render_files(paths):
@@ -218,6 +220,8 @@ def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> in
             told = _print_stderr(renderer.stderr, told)
     out.flush()
     _print_stderr(renderer.stderr, told)
+    if chosen:  # after the tool's own stderr lines, with our summary
+        print(f"kraft-replay inspect: {chosen.reason}", file=sys.stderr)
     _print_summary(summary)
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
 
@@ -622,8 +626,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="summary (the default for people): per file; dump-log: exactly kafka-dump-log "
                         "--cluster-metadata-decoder. Without it, --output json|jsonl|csv prints every record "
                         "(`json` here is deprecated: use --output jsonl)")
-    p.add_argument("--variant", choices=["4.0", "4.1", "4.3"], default="4.3",
-                   help="which kafka-dump-log to imitate (4.0: Scala <=4.0, 4.1: Scala 4.1-4.2, 4.3: Java 4.3+)")
+    p.add_argument("--variant", choices=["auto", *dumplog.VARIANTS], default="auto",
+                   help="which kafka-dump-log to imitate with --format dump-log (4.0: Scala <=4.0, 4.1: Scala "
+                        "4.1-4.2, 4.3: Java 4.3+); auto (the default): the one of the release that wrote the files, "
+                        "from their metadata.version, said on stderr")
     p.add_argument("--skip-record-metadata", action="store_true", help="as kafka-dump-log --skip-record-metadata")
     p.add_argument("--strict", action="store_true", help="exit non-zero if any input problem is found")
     p.add_argument("--show-secrets", action="store_true",

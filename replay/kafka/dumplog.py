@@ -1,6 +1,7 @@
 """`kafka-dump-log --cluster-metadata-decoder` text: print it from our decoded files, and read it back.
 
-Three flavours of the tool exist (spec §10); `variant` picks one:
+Three flavours of the tool exist (spec §10); `variant` picks one, and `choose_variant` the one of the release that
+wrote the files (from their metadata.version):
 
 * ``"4.0"``: the Scala tool up to 4.0. A LEADER_CHANGE control record prints ` controlType: LEADER_CHANGE(2)`.
 * ``"4.1"``: the Scala tool in 4.1 and 4.2. LEADER_CHANGE prints ` LeaderChange: {json}`.
@@ -29,8 +30,18 @@ from typing import IO, Any
 from . import batch as batch_reader
 from . import kafkajson, message, schemas, secrets, writer
 from .batch import SnapshotStructure
-from .files import first_offset_from_name
-from .model import CODEC_NAMES, CONTROL_TYPES, Batch, BatchHeader, Problem, ProblemKind, Record
+from .files import classify_name, first_offset_from_name
+from .model import (
+    CODEC_NAMES,
+    CONTROL_TYPES,
+    FEATURE_LEVEL_RECORD,
+    Batch,
+    BatchHeader,
+    Problem,
+    ProblemKind,
+    Record,
+    SourceKind,
+)
 
 VARIANTS = ("4.0", "4.1", "4.3")
 BOOTSTRAP_FILENAME = "bootstrap.checkpoint"
@@ -67,6 +78,72 @@ _FATAL_IN_BATCH = frozenset([
 def _check_variant(variant: str) -> None:
     if variant not in VARIANTS:
         raise ValueError(f"unknown dump-log variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+
+
+# ---- which variant a log asks for ----------------------------------------------------------------------------
+# Kafka's MetadataVersion feature levels (read from MetadataVersion.VERSIONS of 4.3.1): the release each level came
+# with, and from which level on each flavour of the tool is the one of the release that wrote the log.
+_FIRST_LEVELS = (("3.3-IV3", 7), ("3.4-IV0", 8), ("3.5-IV0", 9), ("3.5-IV1", 10), ("3.5-IV2", 11),
+                 ("3.6-IV0", 12), ("3.6-IV1", 13), ("3.6-IV2", 14), ("3.7-IV0", 15), ("3.7-IV1", 16),
+                 ("3.7-IV2", 17), ("3.7-IV3", 18), ("3.7-IV4", 19), ("3.8-IV0", 20), ("3.9-IV0", 21),
+                 ("4.0-IV0", 22), ("4.0-IV1", 23), ("4.0-IV2", 24), ("4.0-IV3", 25), ("4.1-IV0", 26),
+                 ("4.1-IV1", 27), ("4.2-IV0", 28), ("4.2-IV1", 29), ("4.3-IV0", 30), ("4.4-IV0", 31))
+_VARIANT_SINCE_LEVEL = ((30, "4.3"), (26, "4.1"), (0, "4.0"))
+METADATA_VERSION = "metadata.version"
+
+
+def metadata_version_name(level: int) -> str:
+    """`3.9-IV0` for feature level 21; a level this table does not know is named by its number."""
+    return next((name for name, lv in _FIRST_LEVELS if lv == level), f"feature level {level}")
+
+
+def variant_for_level(level: int) -> str:
+    """The kafka-dump-log flavour of the release whose metadata.version has this feature level."""
+    return next(variant for since, variant in _VARIANT_SINCE_LEVEL if level >= since)
+
+
+@dataclass(frozen=True)
+class VariantChoice:
+    """The variant `--variant auto` took, and why (one line for the user)."""
+
+    variant: str
+    reason: str
+
+
+def choose_variant(paths: Iterable[str]) -> VariantChoice:
+    """The variant of the release that wrote these files: from the metadata.version feature level in force at the
+    highest log offset the files record it (a FeatureLevelRecord in a segment; in a snapshot, as of its last
+    offset; the bootstrap checkpoint before everything; only those records' values are decoded). Files it cannot
+    read are left to the rendering, which reports them. Without such a record, the newest variant."""
+    found: tuple[int, int, str] | None = None  # (log offset, level, file)
+    for path in paths:
+        source = classify_name(path)
+        if source is None:
+            continue
+        where: int | None = None  # the log offset of every record of a snapshot or the bootstrap file
+        if source.kind == SourceKind.SNAPSHOT:
+            where = (source.snapshot_end_offset or 0) - 1
+        elif source.kind == SourceKind.BOOTSTRAP:
+            where = -1
+        try:
+            with open(path, "rb") as f:
+                for item in batch_reader.read_batches(f, path, records_for=frozenset([FEATURE_LEVEL_RECORD])):
+                    if not isinstance(item, Batch):
+                        continue
+                    for r in item.records:
+                        at = r.offset if where is None else where
+                        if (r.api_key == FEATURE_LEVEL_RECORD and r.data is not None
+                                and r.data.get("name") == METADATA_VERSION and (found is None or at >= found[0])):
+                            found = (at, int(r.data["featureLevel"]), path)
+        except OSError:
+            continue
+    if found is None:
+        return VariantChoice(VARIANTS[-1], f"no metadata.version record in these files: variant {VARIANTS[-1]}, "
+                                           "the newest; --variant picks another")
+    offset, level, path = found
+    variant = variant_for_level(level)
+    return VariantChoice(variant, f"metadata.version {metadata_version_name(level)} (level {level}) at offset "
+                                  f"{offset} in {path}: variant {variant}; --variant picks another")
 
 
 def java_file_string(path: str) -> str:

@@ -15,6 +15,7 @@ CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 
 # Control record types (the int16 in a control record's key).
 # The metadata record types the replay rules read, by api key (`schemas.METADATA_SCHEMAS` has them all).
+FEATURE_LEVEL_RECORD = 12
 ACL_ENTRY_RECORD = 18
 REMOVE_ACL_ENTRY_RECORD = 19
 BEGIN_TRANSACTION_RECORD = 23

@@ -616,7 +616,7 @@ def test_cli_dump_log_over_several_files_equals_kafka(corpus: dict[str, str], ca
         theirs_out, theirs_err = run_kafka(paths, False)
         capsys.readouterr()
         out = io.StringIO()
-        assert cli.main(["inspect", "--format", "dump-log", "--show-secrets", *paths], out) == 0
+        assert cli.main(["inspect", "--format", "dump-log", "--variant", "4.3", "--show-secrets", *paths], out) == 0
         err = capsys.readouterr().err.splitlines()
         assert out.getvalue().splitlines() == theirs_out
         assert err[0].startswith("warning: --show-secrets: SCRAM salts and keys and password configs are printed")
@@ -645,3 +645,83 @@ def test_framing_failures_end_the_file_where_kafka_does(tmp_path: Path) -> None:
         err: list[str] = []
         assert list(dumplog.render_files([path], stderr=err)) == theirs_out, path
         assert err == theirs_err, path
+
+
+# ---- --variant auto: the flavour of the release that wrote the files -------------------------------------------
+
+
+def _versioned_log(tmp: Path, levels: list[int]) -> str:
+    """A segment: a leader change, per level a metadata.version record and a NoOp, a NoOp (the variants print a
+    leader change and `--skip-record-metadata` payloads differently)."""
+    from replay.kafka import files
+
+    data = writer.encode_batch(0, [writer.leader_change(1, [1])], epoch=1, timestamp=1_700_000_000_000, control=True)
+    for i, level in enumerate(levels):
+        mv = writer.metadata_record(12, 0, {"name": "metadata.version", "featureLevel": level})
+        data += writer.encode_batch(1 + 2 * i, [mv, writer.noop()], epoch=1, timestamp=1_700_000_000_000 + i)
+    data += writer.encode_batch(1 + 2 * len(levels), [writer.noop()], epoch=1, timestamp=1_700_000_000_100)
+    path = tmp / "__cluster_metadata-0" / files.segment_name(0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return str(path)
+
+
+@pytest.mark.parametrize(("levels", "variant", "named"), [
+    ([21], "4.0", "3.9-IV0"), ([25], "4.0", "4.0-IV3"), ([26], "4.1", "4.1-IV0"), ([29], "4.1", "4.2-IV1"),
+    ([30], "4.3", "4.3-IV0"), ([21, 27], "4.1", "4.1-IV1"),  # upgraded: the level in force at the end counts
+    ([], "4.3", None),
+])
+def test_the_variant_picks_itself_from_metadata_version(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        levels: list[int], variant: str, named: str | None) -> None:
+    from replay import cli
+
+    path = _versioned_log(tmp_path, levels)
+    chosen = dumplog.choose_variant([path])
+    assert chosen.variant == variant
+    if named:
+        assert chosen.reason.startswith(f"metadata.version {named} (level {levels[-1]}) at offset {2 * len(levels) - 1}")
+    else:
+        assert chosen.reason.startswith("no metadata.version record in these files")
+    for skip in ([], ["--skip-record-metadata"]):
+        capsys.readouterr()
+        auto, explicit = io.StringIO(), io.StringIO()
+        assert cli.main(["inspect", "--format", "dump-log", *skip, path], auto) == 0
+        err = capsys.readouterr().err
+        assert f"kraft-replay inspect: {chosen.reason}" in err.splitlines()
+        assert cli.main(["inspect", "--format", "dump-log", "--variant", variant, *skip, path], explicit) == 0
+        assert "kraft-replay inspect: " not in capsys.readouterr().err  # a variant given is not second-guessed
+        assert auto.getvalue() == explicit.getvalue()
+    texts = {v: tuple(line for skip in (False, True) for line in dumplog.render_files([path], v, skip))
+             for v in dumplog.VARIANTS}
+    assert len(set(texts.values())) == 3  # the choice matters on this log
+
+
+def test_a_snapshot_and_a_later_segment_the_highest_offset_decides(tmp_path: Path) -> None:
+    from replay.kafka import files
+
+    seg = _versioned_log(tmp_path / "log", [21, 21, 21])  # offsets 1, 3, 5 (and a NoOp at 7)
+    snap = tmp_path / "snap" / "__cluster_metadata-0" / files.snapshot_name(3, 1)
+    snap.parent.mkdir(parents=True)
+    snap.write_bytes(writer.snapshot_bytes([writer.metadata_record(12, 0, {"name": "metadata.version",
+                                                                           "featureLevel": 30})], 0, 1))
+    assert dumplog.choose_variant([str(snap), seg]).variant == "4.0"  # the segment's offset 5 is later
+    later = snap.parent / files.snapshot_name(10, 1)
+    snap.rename(later)
+    chosen = dumplog.choose_variant([seg, str(later)])
+    assert chosen.variant == "4.3" and chosen.reason.startswith("metadata.version 4.3-IV0 (level 30) at offset 9 in ")
+
+
+@pytest.mark.jvm
+def test_auto_equals_the_tool_of_the_release_that_wrote_the_log(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A log at Kafka 4.3's metadata.version, printed by `auto`, is what Kafka 4.3.1's kafka-dump-log prints."""
+    from replay import cli
+
+    path = _versioned_log(tmp_path, [21, 30])
+    for skip in (False, True):
+        theirs, _ = run_kafka([path], skip)
+        out = io.StringIO()
+        assert cli.main(["inspect", "--format", "dump-log", *(["--skip-record-metadata"] if skip else []), path],
+                        out) == 0
+        assert out.getvalue().splitlines() == theirs
+        assert "variant 4.3" in capsys.readouterr().err
