@@ -125,7 +125,7 @@ _DECODER_KINDS = {
     "unknown_codec", "decompression_failed", "decompression_limit", "record_overrun", "trailing_bytes",
     "record_count_mismatch",
     "bad_record", "unknown_api_key", "unknown_version", "unknown_control_type", "bad_text_line",
-    "unknown_tagged_field", "snapshot_no_header", "snapshot_no_footer",
+    "unknown_tagged_field", "snapshot_no_header", "snapshot_no_footer", "untyped_record",
 }
 
 

@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from . import batch as batch_reader
 from . import kafkajson, message, schemas, secrets, writer
-from .batch import SnapshotStructure
+from .batch import SNAPSHOT_FOOTER_TYPE, SNAPSHOT_HEADER_TYPE, SnapshotStructure
 from .files import classify_name, first_offset_from_name
 from .model import (
     CODEC_NAMES,
@@ -671,7 +671,9 @@ class DumpTextReader:
     Each `Batch.source` is the path its section dumped. Values are re-encoded from the printed JSON with the
     message codec (the text does not hold the bytes); keys of control records are rebuilt from their type.
     With `--skip-record-metadata` text, record offsets are base offset + index, timestamps the batch's
-    timestamp, and control records (printed as empty lines) have `control_type` -1 (`UNKNOWN`) and no data.
+    timestamp, and control records (printed as empty lines) have no data and `control_type` -1 (`UNKNOWN`), except
+    what a snapshot's place says: its first record is its SnapshotHeader, its last its SnapshotFooter (so the
+    snapshot loads as from the binary file); each section's others are one `untyped_record` notice.
     A section dumping a snapshot or `bootstrap.checkpoint` gets `snapshot_no_header` before its first batch and
     `snapshot_no_footer` when it ends (`batch.SnapshotStructure`), while it is still `section`. Secrets in the
     text (SCRAM credentials, password configs) come redacted unless `show_secrets` (`secrets`).
@@ -684,6 +686,8 @@ class DumpTextReader:
         self._batch: _OpenBatch | None = None
         self._structure: SnapshotStructure | None = None  # the current section's, when it is a snapshot
         self._last_batch_line: int | None = None
+        self._held: Batch | None = None  # a snapshot section's control batch that may be its last (the footer's)
+        self._untyped: list[int] = []  # offsets of the current section's control records of unknown type
 
     @property
     def section(self) -> Section | None:
@@ -857,6 +861,7 @@ class DumpTextReader:
         ob = self._batch
         if ob is None:
             return
+        yield from self._release(last=False)
         self._batch = None
         section = self.section
         assert section is not None
@@ -883,8 +888,11 @@ class DumpTextReader:
                           f"dump-log text {self.source})",
                           file=section.path, position=header.position, offset=base, line=ob.line)
         batch = Batch(header=header, records=ob.records, source=section.path)
-        if section.batches == 0 and section.is_snapshot_like:
+        snapshot_like = section.is_snapshot_like
+        if section.batches == 0 and snapshot_like:
             self._structure = SnapshotStructure(section.path, unprinted_ok=True)
+            if header.is_control and batch.records:
+                _type_unprinted(batch.records[0], SNAPSHOT_HEADER_TYPE)  # a snapshot's first record is its header
         if self._structure is not None:
             problem = self._structure.see(batch)
             if problem is not None:
@@ -893,15 +901,40 @@ class DumpTextReader:
         section.end_position = header.position + header.size
         section.next_offset = header.last_offset + 1
         self._last_batch_line = ob.line
-        yield batch
+        if snapshot_like and header.is_control and batch.records and batch.records[-1].control_type == -1:
+            self._held = batch  # the footer's batch if the section ends after it: known at the next line
+            return
+        yield self._counted(batch)
 
-    def _close_section(self, lineno: int) -> Iterator[Problem]:
-        """The structure problems of a snapshot section that ends here (a section with no batch included)."""
+    def _counted(self, batch: Batch) -> Batch:
+        self._untyped += [r.offset for r in batch.records if r.control_type == -1]
+        return batch
+
+    def _release(self, last: bool) -> Iterator[Batch]:
+        """The held control batch of a snapshot section; when the section ends after it (`last`), its last record
+        is the SnapshotFooter, which a snapshot always ends with."""
+        held, self._held = self._held, None
+        if held is not None:
+            if last:
+                _type_unprinted(held.records[-1], SNAPSHOT_FOOTER_TYPE)
+            yield self._counted(held)
+
+    def _close_section(self, lineno: int) -> Iterator[Batch | Problem]:
+        """The last batch held back, the notice about records the text does not type, and the structure problems of
+        a snapshot section that ends here (a section with no batch included)."""
         section = self.section
         structure = self._structure
         self._structure = None
+        yield from self._release(last=True)
+        untyped, self._untyped = self._untyped, []
         if section is None:
             return
+        if untyped:
+            yield Problem(ProblemKind.UNTYPED_RECORD,
+                          f"{len(untyped)} control record(s) at offsets {_offset_list(untyped)} are empty lines in "
+                          f"this text (kafka-dump-log --skip-record-metadata prints no control record): their types "
+                          f"are not known; they do not change ACLs (read from the dump-log text {self.source})",
+                          file=section.path, offset=untyped[0], line=section.line)
         if structure is None:
             if section.batches or not section.is_snapshot_like:
                 return
@@ -909,6 +942,18 @@ class DumpTextReader:
         for problem in structure.finish():
             line = section.line if structure.last is None else self._last_batch_line
             yield dataclasses.replace(problem, line=line)
+
+
+def _type_unprinted(record: Record, control_type: int) -> None:
+    """Give a control record printed as an empty line the type its place in a snapshot says it has."""
+    if record.control_type == -1 and record.error is None:
+        record.control_type, record.type_name = control_type, CONTROL_TYPES[control_type]
+        record.key = struct.pack(">hh", 0, control_type)
+
+
+def _offset_list(offsets: list[int], shown: int = 5) -> str:
+    head = ", ".join(str(o) for o in offsets[:shown])
+    return head + (f" and {len(offsets) - shown} more" if len(offsets) > shown else "")
 
 
 def parse_text(stream_or_lines: IO[str] | Iterable[str], source: str,

@@ -77,6 +77,7 @@ class ProblemKind(str, Enum):
     SNAPSHOT_NO_FOOTER = "snapshot_no_footer"
     # dump-log text
     BAD_TEXT_LINE = "bad_text_line"
+    UNTYPED_RECORD = "untyped_record"  # a notice: control records the text prints as empty lines
     # replay anomalies (DESIGN.md §3)
     NESTED_BEGIN = "nested_begin"
     END_WITHOUT_BEGIN = "end_without_begin"
@@ -93,7 +94,7 @@ class ProblemKind(str, Enum):
 
 # Findings that are reported (counted in summaries, and failing `--strict`) although nothing is wrong with the data:
 # the record decoded and Kafka would apply it the same way. They do not make a snapshot unreadable.
-NOTICE_KINDS = frozenset({ProblemKind.UNKNOWN_TAGGED_FIELD})
+NOTICE_KINDS = frozenset({ProblemKind.UNKNOWN_TAGGED_FIELD, ProblemKind.UNTYPED_RECORD})
 
 
 @dataclass(frozen=True, slots=True)

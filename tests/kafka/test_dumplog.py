@@ -725,3 +725,52 @@ def test_auto_equals_the_tool_of_the_release_that_wrote_the_log(tmp_path: Path,
                         out) == 0
         assert out.getvalue().splitlines() == theirs
         assert "variant 4.3" in capsys.readouterr().err
+
+
+# ---- --skip-record-metadata text: control records without a type ----------------------------------------------
+
+
+def _summary(err: str) -> list[str]:
+    lines = err.splitlines()
+    at = next(i for i, line in enumerate(lines) if re.fullmatch(r"\d+ problem\(s\): .*|no problems found", line))
+    return lines[at:]
+
+
+def test_skipped_metadata_text_types_what_a_snapshot_says_and_reports_the_rest(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Control records print as empty lines: a snapshot's first and last are its header and footer (so it loads);
+    the others are one `untyped_record` notice per section; `inspect` and `acls` say the same about the text, and
+    `acls` answers as from the binary files."""
+    from replay import cli
+    from replay.kafka import files
+
+    sample = Path(__file__).resolve().parents[2] / "data" / "small-snapshots"
+    sources, _ = files.discover([str(sample)])
+    paths = [s.path for s in sources]
+    text = tmp_path / "dump.txt"
+    text.write_text("\n".join(dumplog.render_files(paths, "4.3", True)) + "\n")
+    items = list(dumplog.parse_text(text.read_text().splitlines(), str(text)))
+    batches = [i for i in items if isinstance(i, Batch)]
+    snaps = [b for b in batches if b.source.endswith(".checkpoint")]
+    assert snaps and all(b.records[0].type_name == "SNAPSHOT_HEADER" for b in snaps if b.header.base_offset == 0)
+    footers = [r for b in snaps for r in b.records if r.type_name == "SNAPSHOT_FOOTER"]
+    assert len(footers) == len({b.source for b in snaps})  # one per snapshot section
+    notices = [i for i in items if isinstance(i, Problem)]
+    assert notices and {p.kind for p in notices} == {ProblemKind.UNTYPED_RECORD}
+    untyped = sum(1 for b in batches for r in b.records if r.control_type == -1)
+    assert untyped == sum(int(p.message.split(" ", 1)[0]) for p in notices)
+    assert all(p.is_notice and p.line is not None for p in notices)
+
+    reports = []
+    for argv in (["inspect", str(text)], ["acls", str(text), "--as-of-offset", "150"]):
+        capsys.readouterr()
+        assert cli.main(argv, io.StringIO()) == 0
+        reports.append(_summary(capsys.readouterr().err))
+    assert reports[0] == reports[1] and reports[0][0] == f"{len(notices)} problem(s): untyped_record {len(notices)}"
+    for at in ("30", "100", "200"):
+        answers = []
+        for source in (str(sample), str(text)):
+            out = io.StringIO()
+            assert cli.main(["acls", source, "--as-of-offset", at], out) == 0
+            answers.append(out.getvalue())
+        assert answers[0] == answers[1] and answers[0]
