@@ -116,6 +116,7 @@ print("\n".join(report.lines()))
 history_version_before = lake.version("acl_history")  # for time travel in section 4 (None: no table yet)
 replayed = replay_lake(lake, [cluster])
 print("replayed: " + ", ".join(f"{name} {rows}" for name, rows in replayed.items()))
+print("\n".join(replayed.findings().lines()))  # what the replay found, decoder problems included, as the CLI says it
 replay_state = lake.read("replay_state")
 print("how: {mode}, {reason}".format(**replay_state.where(replay_state["cluster_id"] == cluster).first().asDict()))
 

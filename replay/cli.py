@@ -336,33 +336,42 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
         print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
         return EXIT_FAILED
     render = _renderer(args, out)
-    counts = None
+    replayed: dict[str, Any] | None = None
     if render.fmt == "table":
         _print_lines(report.lines(), out)
     if not args.no_replay:
-        counts = _replay(lake, args.lake_cluster, args.high_watermark, progress=not args.no_progress)
+        counts, found = _replay(lake, args.lake_cluster, args.high_watermark, progress=not args.no_progress)
+        replayed = {**counts, **_findings_doc(found)}
         if render.fmt == "table":
             _print_lines(_replayed_lines(counts), out)
+        _print_summary(found)  # as `acls PATH` ends: what the replay found, decoder problems included
     else:
         print(f"not replayed; when ready: kraft-replay replay {_lake_flag(args)} --lake-cluster {args.lake_cluster}",
               file=sys.stderr)
     if render.fmt != "table":
-        render.document({**report.to_dict(), "replayed": counts}, [])
+        render.document({**report.to_dict(), "replayed": replayed}, [])
     return EXIT_OK
 
 
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     """Bring a cluster's replay tables up to date with what the lake holds (after `ingest --no-replay`)."""
-    counts = _replay(_lake(args), args.lake_cluster, args.high_watermark, full=args.full)
-    _renderer(args, out).document(counts, _replayed_lines(counts))
+    counts, found = _replay(_lake(args), args.lake_cluster, args.high_watermark, full=args.full)
+    _renderer(args, out).document({**counts, **_findings_doc(found)}, _replayed_lines(counts))
+    _print_summary(found)
     return EXIT_OK
 
 
 def _replay(lake: Lake, cluster: str, high_watermark: int | None, full: bool = False,
-            progress: bool = True) -> dict[str, int]:
+            progress: bool = True) -> tuple[dict[str, int], ProblemSummary]:
     from replay.spark.replay import replay_lake
 
-    return dict(replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress))
+    counts = replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress)
+    return dict(counts), counts.findings()
+
+
+def _findings_doc(found: ProblemSummary) -> dict[str, Any]:
+    """Flat, so that csv holds it as well as json: the total and `kind n, ...` (the examples go to stderr)."""
+    return {"findings": found.total, "findings_by_kind": ", ".join(f"{k} {v}" for k, v in sorted(found.counts.items()))}
 
 
 def _replayed_lines(counts: Mapping[str, int]) -> list[str]:

@@ -62,14 +62,13 @@ class _Tour:
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     # Spark at dispatch: the CLI imports this module for its arguments, and `kraft-replay inspect` needs no Spark.
-    from replay.spark import plots
+    from replay.spark import findings, plots
     from replay.spark.ingest import ingest
     from replay.spark.queries import last_offset, state_at, time_of_offset
     from replay.spark.replay import replay_lake
     from replay.spark.session import get_spark
     from replay.spark.tables import Lake
     from replay.spark.tour import (
-        anomaly_counts,
         coverage_lines,
         pick_moment,
         what_changed_lines,
@@ -106,14 +105,15 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
                     ", ".join(f"{k} {v}" for k, v in sorted(report.problems_by_kind.items())))
         tour.say(f"{cluster}: {len(report.files)} file(s), {report.bytes:,} bytes; {report.records:,} records "
                  f"({report.records_new:,} new), log {span}; snapshots (end offset-epoch) {snaps}; "
-                 f"problems: {problems}")
+                 f"decoder problems: {problems}")
     counts = replay_lake(lake, clusters)
     tour.say("replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     for cluster in clusters:
-        anomalies = anomaly_counts(lake, cluster)
         tour.say(f"{cluster}: coverage " + "; ".join(coverage_lines(lake, cluster)))
-        tour.say(f"{' ' * len(cluster)}  anomalies: "
-                 + (", ".join(f"{k} {v}" for k, v in sorted(anomalies.items())) or "none"))
+        found = findings.summary(lake, [cluster]).lines()
+        tour.say(f"{' ' * len(cluster)}  findings: {found[0]}")
+        for line in found[1:]:
+            tour.say(f"{' ' * len(cluster)}  {line}")
 
     # 2. the state at a past moment
     cluster = featured_cluster(clusters)

@@ -16,17 +16,33 @@ from .replayer import NEEDED_RECORDS, Replayer, ReplayResult
 T = TypeVar("T")
 
 
+EXAMPLES_PER_KIND = 3
+
+
+def example_order(p: Problem) -> tuple[str, bool, int, str, int, str]:
+    """Which problems of a kind a summary shows: the lowest offsets first (none last), then by file, byte, text;
+    the same order `replay.spark.findings` reads the lake's in, so both show the same ones."""
+    return (p.kind.value, p.offset is None, p.offset or 0, p.file or "", p.position or -1, p.message)
+
+
 @dataclass(slots=True)
 class ProblemSummary:
-    """Counts of problems by kind, and the first few of each, for the summary at the end of a run."""
+    """Counts of problems by kind, and the first few of each (`example_order`), for the summary at the end of a
+    run."""
 
     counts: Counter[str] = field(default_factory=Counter)
     examples: list[Problem] = field(default_factory=list)
 
     def add(self, problem: Problem) -> None:
-        self.counts[problem.kind.value] += 1
-        if self.counts[problem.kind.value] <= 3:
+        kind = problem.kind.value
+        self.counts[kind] += 1
+        if self.counts[kind] <= EXAMPLES_PER_KIND or example_order(problem) < max(
+                example_order(p) for p in self.examples if p.kind == problem.kind):
             self.examples.append(problem)
+            self.examples.sort(key=example_order)
+            mine = [p for p in self.examples if p.kind == problem.kind]
+            if len(mine) > EXAMPLES_PER_KIND:
+                self.examples.remove(mine[-1])
 
     @property
     def total(self) -> int:

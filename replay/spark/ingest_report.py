@@ -52,9 +52,9 @@ class IngestReport:
         ]
         if self.problems:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.problems_by_kind.items()))
-            out.append(f"  problems: {self.problems:,} ({kinds}), {self.problems_new:,} new in quarantine")
+            out.append(f"  decoder problems: {self.problems:,} ({kinds}), {self.problems_new:,} new in quarantine")
         else:
-            out.append("  problems: none")
+            out.append("  decoder problems: none (what the replay finds follows it)")
         for table, version in self.versions.items():
             state = "committed" if self.committed.get(table) else "unchanged (nothing new)"
             out.append(f"  {table}: version {version}, {state}")

@@ -17,7 +17,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from replay.spark import resume
+from replay.kafka.dump import ProblemSummary
+from replay.spark import findings, resume
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
@@ -81,6 +82,10 @@ class TableCounts(Mapping[str, int]):
 
     def __repr__(self) -> str:
         return repr(self._all())
+
+    def findings(self) -> ProblemSummary:
+        """What the replay found for these clusters (and the decoder's problems), as `acls PATH` prints it."""
+        return findings.summary(self._lake, self._clusters)
 
 
 def table_counts(lake: Lake, tables: list[str], clusters: list[str]) -> dict[str, int]:

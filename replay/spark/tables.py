@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Self
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -353,6 +354,7 @@ class Lake:
             self.schema_ref = ""
         self._checked: set[tuple[str, str]] = set()  # (table, schema) whose stored columns this object has checked
         self._tags: set[str] = set()  # replay tables known to carry replay tags
+        self._visible: tuple[str | None, dict[str, str | None]] = (None, {})  # (state token, visible replays)
 
     @classmethod
     def at_path(cls, spark: SparkSession, path: str) -> Self:
@@ -426,9 +428,11 @@ class Lake:
         if name not in REPLAY_SCHEMAS or not self._tagged(name):
             return f"{self.table_ref(name)}{at}"
         cols = ", ".join(f"t.{quote_ident(f.name)}" for f in VISIBLE_SCHEMAS[name].fields)
-        return (f"(SELECT {cols} FROM {self.table_ref(name)}{at} t LEFT JOIN (SELECT cluster_id, visible_replay_id "
-                f"FROM {self.table_ref(REPLAY_STATE)}{at}) s ON t.cluster_id = s.cluster_id "
-                f"WHERE t.{REPLAY_ID} <=> s.visible_replay_id)")
+        # one uncorrelated scalar subquery (computed once per query, shared by every table the query reads) rather
+        # than a join per table: a warm acl_state_at ran 8 Spark jobs with a join, 4 without any filter
+        shown = (f"(SELECT map_from_entries(collect_list(struct(cluster_id, visible_replay_id))) "
+                 f"FROM {self.table_ref(REPLAY_STATE)}{at})")
+        return f"(SELECT {cols} FROM {self.table_ref(name)}{at} t WHERE t.{REPLAY_ID} <=> {shown}[t.cluster_id])"
 
     def _tagged(self, name: str) -> bool:
         """Whether the replay table carries replay tags (a lake written before them does not until its next
@@ -445,10 +449,37 @@ class Lake:
 
     def read(self, name: str, version: int | None = None, timestamp: str | None = None) -> DataFrame:
         """The table as a DataFrame as readers see it (`source`), now or as of a timestamp; as of a Delta version,
-        the table's rows as stored at that version (every replay's, with `replay_id`)."""
+        the table's rows as stored at that version (every replay's, with `replay_id`).
+
+        Now, a replay table is filtered by the visible replays looked up on the driver (`visible_replays`): the
+        same rows as `source` gives, without joining `replay_state` in every query."""
         if version is not None:
             return self.read_raw(name, version)
+        if timestamp is None and name in VISIBLE_SCHEMAS and self._tagged(name):
+            shown = self.visible_replays()
+            ids = F.create_map(*[F.lit(x) for kv in shown.items() for x in kv]) if shown else None
+            visible = F.col(REPLAY_ID).eqNullSafe(ids[F.col("cluster_id")] if ids is not None else F.lit(None))
+            return self.read_raw(name).where(visible).select(*VISIBLE_SCHEMAS[name].fieldNames())
         return self.spark.sql(f"SELECT * FROM {self.source(name, timestamp)}")
+
+    def visible_replays(self) -> dict[str, str | None]:
+        """Per cluster, the replay whose rows readers see (`replay_state.visible_replay_id`). Read again only when
+        `replay_state` has a new commit: for a local lake the Delta log's file names say so without Spark."""
+        token = self._state_token()
+        if token is None or token != self._visible[0]:
+            rows = self.read_raw(REPLAY_STATE).select("cluster_id", "visible_replay_id").collect()
+            self._visible = (token, {r[0]: r[1] for r in rows})
+        return self._visible[1]
+
+    def _state_token(self) -> str | None:
+        """The newest commit file of `replay_state`'s Delta log in a local directory lake; None elsewhere."""
+        path = self.table_path(REPLAY_STATE)
+        if path is None or _URI_RE.match(path):
+            return None
+        try:
+            return max((f for f in os.listdir(os.path.join(path, "_delta_log")) if f.endswith(".json")), default=None)
+        except OSError:
+            return None
 
     def read_raw(self, name: str, version: int | None = None) -> DataFrame:
         """The table's rows as stored (a replay table's with `replay_id`, including a replay's not visible yet)."""

@@ -1,5 +1,5 @@
 """The questions the demo's tour and the notebook ask of a lake, answered the same way for both: a past moment
-to look at, coverage and anomalies in a line each, who could access the busiest resource then, and what changed
+to look at, coverage in a line each, who could access the busiest resource then, and what changed
 between two moments."""
 
 from __future__ import annotations
@@ -43,12 +43,6 @@ def coverage_lines(lake: Lake, cluster: str) -> list[str]:
     words = {"log": "log records", "snapshot": "snapshot only", "missing": "in no dump (hole)",
              "incomplete": "incomplete (ACLs no dump recorded may have been live)"}
     return [f"{r['start_offset']}..{r['end_offset']} {words.get(r['kind'], r['kind'])}" for r in rows]
-
-
-def anomaly_counts(lake: Lake, cluster: str) -> dict[str, int]:
-    """How many anomalies of each kind the replay found for the cluster."""
-    rows = lake.read("anomalies").where(F.col("cluster_id") == cluster).groupBy("kind").count().collect()
-    return {str(r["kind"]): int(r["count"]) for r in rows}
 
 
 _OPERATION = {"TOPIC": "READ", "GROUP": "READ", "CLUSTER": "ALTER", "TRANSACTIONAL_ID": "WRITE",

@@ -23,6 +23,7 @@ import replay.spark
 from replay import cli
 from replay.kafka import files, writer
 from replay.kafka.acl import AclBinding
+from replay.kafka.dump import ProblemSummary
 
 T0 = 1_700_000_000_000
 ID_A = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -478,10 +479,14 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         monkeypatch.setitem(sys.modules, f"replay.spark.{name}", fake)
         monkeypatch.setattr(replay.spark, name, fake, raising=False)  # for `from replay.spark import name`
 
+    class Counts(dict[str, int]):
+        def findings(self) -> ProblemSummary:
+            return ProblemSummary()
+
     def replay_lake(lk: Any, clusters: list[str], high_watermark: int | None = None, full: bool = False,
-                    progress: bool = True) -> dict[str, int]:
+                    progress: bool = True) -> Counts:
         calls["replay_lake"].append((lk, clusters, high_watermark) + (("full",) if full else ()))
-        return {"acl_events": 5, "acl_history": 3}
+        return Counts({"acl_events": 5, "acl_history": 3})
 
     class IngestError(RuntimeError):
         pass
@@ -663,10 +668,12 @@ def test_lake_commands_in_every_output(fake_spark: dict[str, list[Any]], capsys:
         (decision,) = parsed(fmt, out)
         assert decision["decision"] == "ALLOWED" and decision["resourceName"] == "payments"
         _, out, _ = run(["replay", *LAKE, "--output", fmt], capsys)
-        assert [(k, str(v)) for k, v in parsed(fmt, out)[0].items()] == [("acl_events", "5"), ("acl_history", "3")]
+        assert [(k, str(v)) for k, v in parsed(fmt, out)[0].items()] == [("acl_events", "5"), ("acl_history", "3"),
+                                                                         ("findings", "0"), ("findings_by_kind", "")]
     code, out, _ = run(["--output", "json", "ingest", "/tmp", *LAKE], capsys)
     assert code == 0 and json.loads(out) == {"cluster_id": "prod", "files": ["/tmp"],
-                                             "replayed": {"acl_events": 5, "acl_history": 3}}
+                                             "replayed": {"acl_events": 5, "acl_history": 3, "findings": 0,
+                                                          "findings_by_kind": ""}}
     _, out, _ = run(["changes", *LAKE], capsys)  # for people: a table, times readable
     assert out.splitlines()[2].split()[:3] == ["3", "true", cli.format_time(T0 + 120_000)]
     _, out, _ = run(["authorize", *ask], capsys)
@@ -706,7 +713,7 @@ def test_deprecated_spellings_still_work_and_say_what_to_write(
 def test_lake_cluster_names_the_lakes_cluster(fake_spark: dict[str, list[Any]], tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(["replay", "--lake", "/tmp/lake", "--lake-cluster", "prod-eu"], capsys)
-    assert code == 0 and fake_spark["replay_lake"][-1][1] == ["prod-eu"] and err == ""
+    assert code == 0 and fake_spark["replay_lake"][-1][1] == ["prod-eu"] and err == "no problems found\n"
     code, _, err = run(["replay", "--lake", "/tmp/lake", "--cluster", "prod-eu"], capsys)
     assert code == 0 and fake_spark["replay_lake"][-1][1] == ["prod-eu"]
     assert "use --lake-cluster prod-eu (kafka-acls' --cluster names the CLUSTER resource)" in err

@@ -55,10 +55,12 @@ class MemLake:
     def exists(self, name: str) -> bool:
         return name in self.tables
 
-    def table_ref(self, name: str) -> str:
+    def source(self, name: str) -> str:
         view = f"memlake_{name}"
         self.tables[name].createOrReplaceTempView(view)
         return view
+
+    table_ref = source
 
 
 @dataclass
