@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -122,16 +123,29 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
             points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
                 parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
             last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
-        for name, frame in frames.items():
-            df = frame.withColumn(REPLAY_ID, F.lit(replay_id)).select(
+        def write(name: str) -> None:
+            df = frames[name].withColumn(REPLAY_ID, F.lit(replay_id)).select(
                 *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
             with step(lake.spark, f"replay: write {name}"):
                 resume.write_replacing(lake, name, df, resume.others_predicate(shown), meta)
+
+        in_parallel(write, list(frames))  # readers see none of it until the switch: the order does not matter
         with step(lake.spark, "replay: state"):
             resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
                                 points, last)
     replaced = {c: replay_id for c in names if c in states}  # clusters that had rows of an earlier replay
     if replaced:
-        with step(lake.spark, "replay: drop the previous rows"):
-            for name in frames:
+        def drop(name: str) -> None:
+            with step(lake.spark, "replay: drop the previous rows"):
                 lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {resume.others_predicate(replaced)}")
+
+        in_parallel(drop, list(frames))
+
+
+def in_parallel(work: Callable[[str], None], names: list[str]) -> None:
+    """`work(name)` for each table at once: Delta commits to different tables do not conflict, and on small data a
+    write is mostly driver time (planning, the commit) that several can overlap. The first error is raised once all
+    have ended."""
+    with ThreadPoolExecutor(max_workers=len(names) or 1, thread_name_prefix="kraft-replay-write") as pool:
+        for future in [pool.submit(work, name) for name in names]:
+            future.result()
