@@ -69,9 +69,11 @@ def test_demo_tour_and_plots(spark: Any, tmp_path: Path) -> None:
     for name in names:
         assert re.search(rf"^{re.escape(name)}: \d+ file\(s\), [\d,]+ bytes; [\d,]+ records", text, re.M), name
         assert f"{name}: coverage" in text
-    assert "replayed: acl_events" in text and "anomalies:" in text
+    assert "replayed: acl_events" in text and "findings: " in text
     if "retention-gap" in names:
         assert "in no dump (hole)" in text  # the retention hole is reported
+        assert "findings: 1 problem(s): gap 1" in text  # as `acls PATH` says it for the files
+        assert "  gap: offset 0: offsets 0..162 are in no dump;" in text
     # 2. the state at a past moment, in kafka-acls format
     assert "Current ACLs for resource `ResourcePattern(resourceType=" in text
     assert re.search(r"== 2\. The ACLs of cluster \S+ as of \d{4}-\d\d-\d\dT", text)
