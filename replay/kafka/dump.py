@@ -34,15 +34,13 @@ class ProblemSummary:
     examples: list[Problem] = field(default_factory=list)
 
     def add(self, problem: Problem) -> None:
-        kind = problem.kind.value
-        self.counts[kind] += 1
-        if self.counts[kind] <= EXAMPLES_PER_KIND or example_order(problem) < max(
-                example_order(p) for p in self.examples if p.kind == problem.kind):
+        self.counts[problem.kind.value] += 1
+        mine = [p for p in self.examples if p.kind == problem.kind]  # in example order
+        if len(mine) < EXAMPLES_PER_KIND or example_order(problem) < example_order(mine[-1]):
+            if len(mine) == EXAMPLES_PER_KIND:
+                self.examples.remove(mine[-1])
             self.examples.append(problem)
             self.examples.sort(key=example_order)
-            mine = [p for p in self.examples if p.kind == problem.kind]
-            if len(mine) > EXAMPLES_PER_KIND:
-                self.examples.remove(mine[-1])
 
     @property
     def total(self) -> int:

@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from typing import Self
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -427,11 +426,16 @@ class Lake:
         at = f" TIMESTAMP AS OF {sql_string(timestamp)}" if timestamp is not None else ""
         if name not in REPLAY_SCHEMAS or not self._tagged(name):
             return f"{self.table_ref(name)}{at}"
-        cols = ", ".join(f"t.{quote_ident(f.name)}" for f in VISIBLE_SCHEMAS[name].fields)
         # one uncorrelated scalar subquery (computed once per query, shared by every table the query reads) rather
         # than a join per table: a warm acl_state_at ran 8 Spark jobs with a join, 4 without any filter
         shown = (f"(SELECT map_from_entries(collect_list(struct(cluster_id, visible_replay_id))) "
                  f"FROM {self.table_ref(REPLAY_STATE)}{at})")
+        return self._visible_rows(name, shown, at)
+
+    def _visible_rows(self, name: str, shown: str, at: str = "") -> str:
+        """The replay table's rows of each cluster's visible replay, without the tag: `shown` is a SQL map from
+        cluster to its visible replay id (a missing cluster: untagged rows only)."""
+        cols = ", ".join(f"t.{quote_ident(f.name)}" for f in VISIBLE_SCHEMAS[name].fields)
         return f"(SELECT {cols} FROM {self.table_ref(name)}{at} t WHERE t.{REPLAY_ID} <=> {shown}[t.cluster_id])"
 
     def _tagged(self, name: str) -> bool:
@@ -455,11 +459,11 @@ class Lake:
         same rows as `source` gives, without joining `replay_state` in every query."""
         if version is not None:
             return self.read_raw(name, version)
-        if timestamp is None and name in VISIBLE_SCHEMAS and self._tagged(name):
-            shown = self.visible_replays()
-            ids = F.create_map(*[F.lit(x) for kv in shown.items() for x in kv]) if shown else None
-            visible = F.col(REPLAY_ID).eqNullSafe(ids[F.col("cluster_id")] if ids is not None else F.lit(None))
-            return self.read_raw(name).where(visible).select(*VISIBLE_SCHEMAS[name].fieldNames())
+        if timestamp is None and name in REPLAY_SCHEMAS and self._tagged(name):
+            pairs = [sql_string(x) if x is not None else "CAST(NULL AS STRING)"
+                     for kv in self.visible_replays().items() for x in kv]
+            shown = f"CAST(map({', '.join(pairs)}) AS MAP<STRING, STRING>)"
+            return self.spark.sql(f"SELECT * FROM {self._visible_rows(name, shown)}")
         return self.spark.sql(f"SELECT * FROM {self.source(name, timestamp)}")
 
     def visible_replays(self) -> dict[str, str | None]:
