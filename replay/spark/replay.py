@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from replay.kafka.dump import ProblemSummary
@@ -51,25 +51,34 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
     for p in plans.values():
         progress_ui.say(p.describe(), progress)
     todo = {c: p for c, p in plans.items() if not p.unchanged}
+    written: dict[str, int] | None = {}
     if todo:
         with safe_unions(lake.spark):
-            _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
-    return TableCounts(lake, list(REPLAY_SCHEMAS), clusters)
+            written = _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
+    unchanged = [c for c in clusters if c not in todo]
+    return TableCounts(lake, list(REPLAY_SCHEMAS), clusters, written, unchanged)
 
 
 class TableCounts(Mapping[str, int]):
-    """Rows per table for some clusters, counted in one query when first read: reading six freshly written Delta
-    tables costs about 24 Spark jobs (5 s on a small lake), which a caller that does not print them should not pay.
-    Counted at first access, so the figures are those of the lake at that moment."""
+    """Rows per table for some clusters. What the replay wrote is counted while it was written (`written`, rows of
+    the replayed clusters); the rows of the others (`counted`: left as they were) are counted in one query when
+    first read, so a caller that does not print them does not pay the 16-24 Spark jobs (3-5 s) of reading freshly
+    written Delta tables. `written=None`: every cluster is counted when first read."""
 
-    def __init__(self, lake: Lake, tables: list[str], clusters: list[str]) -> None:
+    def __init__(self, lake: Lake, tables: list[str], clusters: list[str], written: dict[str, int] | None = None,
+                 counted: list[str] | None = None) -> None:
         self._lake, self._tables, self._clusters = lake, tables, clusters
+        self._written = written
+        self._counted = clusters if written is None or counted is None else counted
         self._counts: dict[str, int] | None = None
 
     def _all(self) -> dict[str, int]:
         if self._counts is None:
-            with step(self._lake.spark, "replay: count"):
-                self._counts = table_counts(self._lake, self._tables, self._clusters)
+            counts = dict.fromkeys(self._tables, 0)
+            if self._counted:
+                with step(self._lake.spark, "replay: count"):
+                    counts = table_counts(self._lake, self._tables, self._counted)
+            self._counts = {name: n + (self._written or {}).get(name, 0) for name, n in counts.items()}
         return self._counts
 
     def __getitem__(self, table: str) -> int:
@@ -100,10 +109,11 @@ def table_counts(lake: Lake, tables: list[str], clusters: list[str]) -> dict[str
 
 def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
                     high_watermark: int | None, note: dict[str, Any] | None,
-                    states: dict[str, dict[str, Any]]) -> None:
+                    states: dict[str, dict[str, Any]]) -> dict[str, int] | None:
     """Replay the planned clusters. Readers see one whole replay of each cluster throughout: every table gets this
     replay's rows beside the visible ones (one commit each, which also drops what a replay that died left), then
-    one `replay_state` commit makes them the visible ones, then the previous ones are deleted."""
+    one `replay_state` commit makes them the visible ones, then the previous ones are deleted. Returns the rows
+    written per table (None when Spark did not report them)."""
     names = list(plans)
     replay_id = resume.new_replay_id()
     shown = {c: (states.get(c) or {}).get("visible_replay_id") for c in names}
@@ -123,11 +133,14 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
             points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
                 parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
             last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
+        observations = {name: Observation(f"rows of {name}") for name in frames}
+
         def write(name: str) -> None:
             df = frames[name].withColumn(REPLAY_ID, F.lit(replay_id)).select(
                 *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
             with step(lake.spark, f"replay: write {name}"):
-                resume.write_replacing(lake, name, df, resume.others_predicate(shown), meta)
+                resume.write_replacing(lake, name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")),
+                                       resume.others_predicate(shown), meta)
 
         in_parallel(write, list(frames))  # readers see none of it until the switch: the order does not matter
         with step(lake.spark, "replay: state"):
@@ -140,6 +153,20 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
                 lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {resume.others_predicate(replaced)}")
 
         in_parallel(drop, list(frames))
+    counts = {name: observed(o) for name, o in observations.items()}
+    return None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}
+
+
+def observed(observation: Observation, metric: str = "rows") -> Any:
+    """An observed metric of an action that has run, or None when Spark has not reported it: never waits (the
+    classic `Observation.get` waits forever for an action that did not carry it)."""
+    try:
+        pending = getattr(observation, "_jo", None)
+        if pending is not None and not pending.future().isCompleted():
+            return None
+        return observation.get.get(metric)
+    except Exception:  # e.g. Spark Connect without the metrics: the caller counts instead
+        return None
 
 
 def in_parallel(work: Callable[[str], None], names: list[str]) -> None:

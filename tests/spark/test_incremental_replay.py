@@ -166,21 +166,25 @@ def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path,
     expected_resume = [None, snaps[0] - 1, snaps[1] - 1]
     for k, d in enumerate(dumps):
         ingest(spark, [d], cluster="c1", lake=lake, progress=False)
-        replay_lake(lake, ["c1"], progress=False)
+        counts = replay_lake(lake, ["c1"], progress=False)
         st_row = state(lake, "c1")
         assert (st_row.mode, st_row.status) == ("full" if k == 0 else "incremental", "done"), st_row.reason
         if k:
             assert st_row.reason == "1 new ingest(s), all after it"
             # the replay read only the rows after the resume point: its commit replaced events after it only
             assert expected_resume[k] is not None
-        assert table_rows(lake, ["c1"]) == full_replay_rows(lake, ["c1"])
+        rows = table_rows(lake, ["c1"])
+        assert rows == full_replay_rows(lake, ["c1"])
+        # the counts it returns (counted as the rows were written) are the rows the tables hold for the cluster
+        assert dict(counts) == {t: sum(rows["c1"][t].values()) for t in TABLES}
         compare(replay_paths(dumps[: k + 1]), lake, "c1")
     assert state(lake, "c1").resume_offset == snaps[2] - 1
 
     versions = {t: lake.version(t) for t in TABLES}
     ingest(spark, [dumps[1]], cluster="c1", lake=lake, progress=False)  # nothing new
-    replay_lake(lake, ["c1"], progress=False)
+    counts = replay_lake(lake, ["c1"], progress=False)
     assert {t: lake.version(t) for t in TABLES} == versions
+    assert dict(counts) == {t: sum(rows["c1"][t].values()) for t in TABLES}  # counted: nothing was written
     assert state(lake, "c1").mode == "incremental"
 
     # a node that kept other records at offsets before the resume point (a truncated suffix): full replay
@@ -218,7 +222,7 @@ def test_full_replay_on_request_and_with_a_high_watermark(spark: Any, tmp_path: 
     assert st_row.high_watermark is None and st_row.resume_offset == snaps[0] - 1
     counts = replay_lake(lake, ["c1"], full=True, progress=False)
     assert state(lake, "c1").reason == "asked for a full replay"
-    # the counts it returns (taken when first read) are the rows the tables hold for the cluster
+    # the counts it returns (counted as the rows were written) are the rows the tables hold for the cluster
     assert dict(counts) == {t: lake.read(t).where(F.col("cluster_id") == "c1").count() for t in REPLAY_SCHEMAS}
     assert set(counts) == set(REPLAY_SCHEMAS) and counts["acl_events"] > 0
     compare(replay_paths([d]), lake, "c1")
