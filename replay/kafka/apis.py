@@ -20,7 +20,7 @@ Every check is an ``authorize`` of a LITERAL resource (the cluster is ``kafka-cl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from replay.kafka.acl import CLUSTER_RESOURCE_NAME
@@ -30,12 +30,17 @@ __all__ = [
     "APIS",
     "API_BY_KEY",
     "LATEST_KAFKA",
+    "UNKNOWN",
     "ApiDecision",
+    "ApiQuestion",
+    "ApiRequest",
     "ApiSpec",
     "Check",
     "CheckOutcome",
     "Requirement",
     "api",
+    "api_decision",
+    "api_request",
     "could_call",
     "parse_kafka_version",
 ]
@@ -478,6 +483,196 @@ def _request_facts(principal: str, topics: Sequence[str] | None, groups: Sequenc
         (FACT_OTHER_OWNER, owner is not None and owner != principal)) if holds)
 
 
+UNKNOWN = "UNKNOWN"  # a check the history cannot decide (the lake's answer when ACLs may have been live unseen)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiQuestion:
+    """One authorizer call an API makes: ``resource_name`` None is an ``authorize_by_resource_type``."""
+
+    requirement: int  # index into ApiSpec.requirements
+    check: Check
+    resource_type: str
+    resource_name: str | None
+    operation: str
+
+    @property
+    def key(self) -> tuple[str, str | None, str]:
+        return self.resource_type, self.resource_name, self.operation
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRequest:
+    """An API call made concrete: which checks it makes at this Kafka version on these resources (``questions``,
+    in the order Kafka makes them), and the resources by request argument. Any engine answers the questions;
+    `api_decision` turns the answers into the call's outcome, so the rule is written once."""
+
+    spec: ApiSpec
+    kafka_version: str
+    api_version: int | None
+    values: Mapping[str, Sequence[str]]
+    questions: tuple[ApiQuestion, ...]
+    # per requirement with a check made at this version: its alternatives on named resources, and the others
+    applicable: tuple[tuple[int, tuple[tuple[Check, ...], tuple[Check, ...]]], ...]
+
+
+def api_request(
+    api_name: int | str | ApiSpec,
+    principal: str,
+    *,
+    kafka_version: str = LATEST_KAFKA,
+    api_version: int | None = None,
+    topics: Iterable[str] | None = None,
+    group: str | Iterable[str] | None = None,
+    transactional_id: str | None = None,
+    token_id: str | None = None,
+    owner: str | None = None,
+    conditions: Iterable[str] = (),
+) -> ApiRequest:
+    """The checks ``principal``'s call of ``api_name`` makes (see `could_call` for the arguments). Raises
+    ``ValueError`` for an unknown condition or a check whose resource the request does not name."""
+    spec = api(api_name)
+    kafka = parse_kafka_version(kafka_version)
+    conds = set(conditions)
+    unknown = conds - CONDITIONS
+    if unknown:
+        raise ValueError(f"unknown conditions {sorted(unknown)}; known: {sorted(CONDITIONS)}")
+    groups = [group] if isinstance(group, str) else (list(group) if group is not None else None)
+    topic_list = list(topics) if topics is not None else None
+    facts = _request_facts(principal, topic_list, groups, transactional_id, owner)
+    given = frozenset(conds)
+    conds.update(i.condition for i in spec.implies
+                 if i.facts <= facts and not i.absent & facts and not i.unless_given & given)
+    if api_version is None and spec.max_api_version is not None:
+        api_version = spec.client_api_version if spec.client_api_version is not None else spec.max_api_version
+    frozen = frozenset(conds)
+
+    values: dict[str, Sequence[str]] = {}
+    if topic_list is not None:
+        values[ARG_TOPICS] = topic_list
+    if groups is not None:
+        values[ARG_GROUP] = groups
+    for arg, value in ((ARG_TXN, transactional_id), (ARG_TOKEN, token_id), (ARG_OWNER, owner)):
+        if value is not None:
+            values[arg] = [value]
+
+    questions: list[ApiQuestion] = []
+
+    def ask(index: int, check: Check, name: str | None) -> None:
+        questions.append(ApiQuestion(index, check, check.resource_type, name, check.operation))
+
+    applicable = tuple(_applicable(spec, kafka, api_version, frozen))
+    for index, (named, unnamed) in applicable:
+        for c in unnamed:
+            ask(index, c, None if c.any_resource else CLUSTER_RESOURCE_NAME)
+        if not named:
+            continue
+        primary = named[0].arg
+        assert primary is not None
+        if primary not in values:
+            if primary == ARG_TOPICS or spec.requirements[index].filters:
+                continue  # no topics named: nothing to check; a filter hides what it would have shown
+            _names(primary, values, spec)  # raises: the caller must name the resource
+        for c in named:  # alternatives on another argument (a token id OR its owner) apply to the whole request
+            if c.arg != primary:
+                for value in values.get(c.arg or "", ()):
+                    ask(index, c, value)
+        for name in values[primary]:
+            for c in named:
+                if c.arg == primary:
+                    ask(index, c, name)
+    return ApiRequest(spec, kafka_version, api_version, values, tuple(questions), applicable)
+
+
+def _applicable(spec: ApiSpec, kafka: tuple[int, ...], api_version: int | None, conditions: frozenset[str]
+                ) -> Iterator[tuple[int, tuple[tuple[Check, ...], tuple[Check, ...]]]]:
+    """Per requirement with a check made at this version: its alternatives on named resources, and the others."""
+    for index, req in enumerate(spec.requirements):
+        alts = [c for c in req.alternatives if c.applies(kafka, api_version, conditions)]
+        if alts:
+            yield index, (tuple(c for c in alts if c.arg is not None), tuple(c for c in alts if c.arg is None))
+
+
+def api_decision(request: ApiRequest, answers: Mapping[tuple[str, str | None, str], Explanation]) -> ApiDecision:
+    """The call's outcome from the answer to each of its questions (by `ApiQuestion.key`). An ``UNKNOWN`` answer
+    (history cannot tell) makes the outcome ``UNKNOWN`` only when it matters: when the outcome differs with that
+    check allowed and denied."""
+    checks = tuple(CheckOutcome(q.requirement, q.check, q.resource_type, q.resource_name, q.operation,
+                                answers[q.key].result, answers[q.key]) for q in request.questions)
+    results = {q.key: answers[q.key].result for q in request.questions}
+    if UNKNOWN in results.values():
+        as_allowed = _outcome(request, {k: ALLOWED if r == UNKNOWN else r for k, r in results.items()})
+        as_denied = _outcome(request, {k: DENIED if r == UNKNOWN else r for k, r in results.items()})
+        outcome, denied, hidden, error = as_denied
+        if as_allowed[0] != as_denied[0]:
+            outcome, error = UNKNOWN, None
+    else:
+        outcome, denied, hidden, error = _outcome(request, results)
+    spec = request.spec
+    notes = tuple(n for n in (spec.note, *(r.note for r in spec.requirements)) if n)
+    return ApiDecision(spec, request.kafka_version, request.api_version, outcome, checks, denied, hidden, error,
+                       notes)
+
+
+def _outcome(request: ApiRequest, results: Mapping[tuple[str, str | None, str], str]
+             ) -> tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...], str | None]:
+    """(outcome, denied resources, hidden resources, first error code) from ALLOWED / DENIED / ERROR answers."""
+    def allowed(index: int, check: Check, name: str | None) -> bool:
+        return any(results[q.key] == ALLOWED for q in request.questions
+                   if q.requirement == index and q.check == check and q.resource_name == name)
+
+    values = request.values
+    denied: list[tuple[str, str]] = []
+    hidden: list[tuple[str, str]] = []
+    passed_topics = 0
+    request_failed = False  # a group / transactional id / cluster check failed: the whole request fails
+    first_error: str | None = None
+    for index, (named, unnamed) in request.applicable:
+        req = request.spec.requirements[index]
+        # cluster / any-resource alternatives decide for every name at once
+        blanket = any(allowed(index, c, None if c.any_resource else CLUSTER_RESOURCE_NAME) for c in unnamed)
+        if not named:
+            if not blanket:
+                label = "*" if unnamed[0].any_resource else CLUSTER_RESOURCE_NAME
+                if req.filters:
+                    hidden.append((unnamed[0].resource_type, label))
+                else:
+                    request_failed = True
+                    if req.per_topic and values.get(ARG_TOPICS):
+                        denied.extend(("TOPIC", t) for t in values[ARG_TOPICS])
+                    else:
+                        denied.append((unnamed[0].resource_type, label))
+                    first_error = first_error or req.error
+            continue
+        primary = named[0].arg
+        if primary not in values:
+            if primary != ARG_TOPICS and not blanket:
+                hidden.append((named[0].resource_type, "*"))  # only a filter gets here (`api_request` raises)
+            continue
+        blanket = blanket or any(allowed(index, c, v) for c in named if c.arg != primary
+                                 for v in values.get(c.arg or "", ()))
+        for name in values[primary]:
+            if blanket or any(allowed(index, c, name) for c in named if c.arg == primary):
+                if primary == ARG_TOPICS:
+                    passed_topics += 1
+            elif req.filters:
+                hidden.append((named[0].resource_type, name))
+            else:
+                denied.append((named[0].resource_type, name))
+                first_error = first_error or req.error
+                if primary != ARG_TOPICS:
+                    request_failed = True
+    if any(r == ERROR for r in results.values()):
+        outcome = ERROR
+    elif not denied:
+        outcome = ALLOWED
+    elif request_failed or passed_topics == 0:
+        outcome = DENIED
+    else:
+        outcome = "PARTIAL"
+    return outcome, tuple(denied), tuple(hidden), first_error
+
+
 def could_call(
     authorizer: StandardAuthorizer,
     api_name: int | str | ApiSpec,
@@ -504,119 +699,13 @@ def could_call(
     Per-topic checks are skipped when ``topics`` is not given; a check that needs a group, transactional id, token
     id or owner that was not given raises ``ValueError``.
     """
-    spec = api(api_name)
-    kafka = parse_kafka_version(kafka_version)
-    conds = set(conditions)
-    unknown = conds - CONDITIONS
-    if unknown:
-        raise ValueError(f"unknown conditions {sorted(unknown)}; known: {sorted(CONDITIONS)}")
-    groups = [group] if isinstance(group, str) else (list(group) if group is not None else None)
-    topic_list = list(topics) if topics is not None else None
-    facts = _request_facts(principal, topic_list, groups, transactional_id, owner)
-    given = frozenset(conds)
-    conds.update(i.condition for i in spec.implies
-                 if i.facts <= facts and not i.absent & facts and not i.unless_given & given)
-    if api_version is None and spec.max_api_version is not None:
-        api_version = spec.client_api_version if spec.client_api_version is not None else spec.max_api_version
-    frozen = frozenset(conds)
-
-    values: dict[str, Sequence[str]] = {}
-    if topic_list is not None:
-        values[ARG_TOPICS] = topic_list
-    if groups is not None:
-        values[ARG_GROUP] = groups
-    for arg, value in ((ARG_TXN, transactional_id), (ARG_TOKEN, token_id), (ARG_OWNER, owner)):
-        if value is not None:
-            values[arg] = [value]
-
-    outcomes: list[CheckOutcome] = []
-    denied: list[tuple[str, str]] = []
-    hidden: list[tuple[str, str]] = []
-    passed_topics = 0
-    request_failed = False  # a group / transactional id / cluster check failed: the whole request fails
-    first_error: str | None = None
-    any_error = False
-    cache: dict[tuple[str, str | None, str], Explanation] = {}
-
-    def ask(req_index: int, check: Check, name: str | None) -> str:
-        nonlocal any_error
-        key = (check.resource_type, name, check.operation)
-        exp = cache.get(key)
-        if exp is None:
-            if name is None:
-                exp = authorizer.explain_by_resource_type(principal, host, check.operation, check.resource_type)
-            else:
-                exp = authorizer.explain(principal, host, check.operation, check.resource_type, name)
-            cache[key] = exp
-        outcomes.append(CheckOutcome(req_index, check, check.resource_type, name, check.operation, exp.result, exp))
-        if exp.result == ERROR:
-            any_error = True
-        return exp.result
-
-    for index, req in enumerate(spec.requirements):
-        alts = [c for c in req.alternatives if c.applies(kafka, api_version, frozen)]
-        if not alts:
-            continue
-        named = [c for c in alts if c.arg is not None]
-        unnamed = [c for c in alts if c.arg is None]
-        # Cluster / any-resource alternatives decide for every name at once.
-        blanket = False
-        for c in unnamed:
-            if ask(index, c, None if c.any_resource else CLUSTER_RESOURCE_NAME) == ALLOWED:
-                blanket = True
-        if not named:
-            if not blanket:
-                label = "*" if unnamed[0].any_resource else CLUSTER_RESOURCE_NAME
-                if req.filters:
-                    hidden.append((unnamed[0].resource_type, label))
-                else:
-                    request_failed = True
-                    if req.per_topic and topic_list:
-                        denied.extend(("TOPIC", t) for t in topic_list)
-                    else:
-                        denied.append((unnamed[0].resource_type, label))
-                    first_error = first_error or req.error
-            continue
-        primary = named[0].arg
-        assert primary is not None
-        if primary not in values:
-            if primary == ARG_TOPICS:
-                continue  # no topics named: the per-topic checks have nothing to check
-            if req.filters:
-                if not blanket:
-                    hidden.append((named[0].resource_type, "*"))
-                continue
-            _names(primary, values, spec)  # raises: the caller must name the resource
-        # Alternatives on another argument (DescribeDelegationToken: token id OR owner) apply to the whole request.
-        for c in named:
-            if c.arg != primary:
-                for value in values.get(c.arg or "", ()):
-                    if ask(index, c, value) == ALLOWED:
-                        blanket = True
-        for name in values[primary]:
-            ok = blanket
-            for c in named:
-                if c.arg == primary and ask(index, c, name) == ALLOWED:
-                    ok = True
-            if ok:
-                if primary == ARG_TOPICS:
-                    passed_topics += 1
-            elif req.filters:
-                hidden.append((named[0].resource_type, name))
-            else:
-                denied.append((named[0].resource_type, name))
-                first_error = first_error or req.error
-                if primary != ARG_TOPICS:
-                    request_failed = True
-
-    if any_error:
-        outcome = ERROR
-    elif not denied:
-        outcome = ALLOWED
-    elif request_failed or passed_topics == 0:
-        outcome = DENIED
-    else:
-        outcome = "PARTIAL"
-    notes = tuple(n for n in (spec.note, *(r.note for r in spec.requirements)) if n)
-    return ApiDecision(spec, kafka_version, api_version, outcome, tuple(outcomes), tuple(denied), tuple(hidden),
-                       first_error, notes)
+    request = api_request(api_name, principal, kafka_version=kafka_version, api_version=api_version, topics=topics,
+                          group=group, transactional_id=transactional_id, token_id=token_id, owner=owner,
+                          conditions=conditions)
+    answers: dict[tuple[str, str | None, str], Explanation] = {}
+    for q in request.questions:
+        if q.key not in answers:
+            answers[q.key] = (authorizer.explain_by_resource_type(principal, host, q.operation, q.resource_type)
+                              if q.resource_name is None else
+                              authorizer.explain(principal, host, q.operation, q.resource_type, q.resource_name))
+    return api_decision(request, answers)

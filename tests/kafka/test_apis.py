@@ -225,3 +225,27 @@ def test_implied_conditions_are_data_over_known_conditions_and_facts() -> None:
     assert not could_call(a, "InitProducerId", "User:bob", H, transactional_id="tx").allowed
     # FindCoordinator: a transactional id with an (empty) group argument still asks for a group coordinator
     assert could_call(authz(), "FindCoordinator", "User:bob", H, transactional_id="tx", group=[]).allowed
+
+
+def test_an_unknown_check_makes_the_call_unknown_only_when_it_matters() -> None:
+    """The lake answers UNKNOWN where history cannot tell; the call's outcome is UNKNOWN only when it would differ
+    with that check allowed and with it denied (any engine answers the questions; `api_decision` decides once)."""
+    from replay.kafka.apis import UNKNOWN, api_decision, api_request
+    from replay.kafka.authorizer import ALLOWED, DENIED, Explanation
+
+    request = api_request("OffsetFetch", "User:bob", kafka_version="3.9", group="g", topics=["t"])
+    assert [q.key for q in request.questions] == [("GROUP", "g", "DESCRIBE"), ("TOPIC", "t", "DESCRIBE")]
+
+    def decide(group: str, topic: str) -> str:
+        answers = {("GROUP", "g", "DESCRIBE"): Explanation(group, "test"),
+                   ("TOPIC", "t", "DESCRIBE"): Explanation(topic, "test")}
+        return api_decision(request, answers).outcome
+
+    assert decide(UNKNOWN, ALLOWED) == UNKNOWN  # the group check decides the call
+    assert decide(DENIED, UNKNOWN) == DENIED  # a denied group fails the request whatever the topic
+    assert decide(ALLOWED, UNKNOWN) == UNKNOWN
+    assert decide(ALLOWED, ALLOWED) == ALLOWED
+    # the answers are kept per check, UNKNOWN included
+    d = api_decision(request, {("GROUP", "g", "DESCRIBE"): Explanation(DENIED, "test"),
+                               ("TOPIC", "t", "DESCRIBE"): Explanation(UNKNOWN, "test")})
+    assert [c.result for c in d.checks] == [DENIED, UNKNOWN] and d.error == "GROUP_AUTHORIZATION_FAILED"
