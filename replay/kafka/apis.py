@@ -644,7 +644,7 @@ def _outcome(request: ApiRequest, results: Mapping[tuple[str, str | None, str], 
                         denied.append((unnamed[0].resource_type, label))
                     first_error = first_error or req.error
             continue
-        primary = named[0].arg
+        primary = named[0].arg or ""
         if primary not in values:
             if primary != ARG_TOPICS and not blanket:
                 hidden.append((named[0].resource_type, "*"))  # only a filter gets here (`api_request` raises)
