@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from replay import demo
 from replay.kafka import dumplog, outputs
+from replay.kafka.apis import CONDITIONS, LATEST_KAFKA
 from replay.kafka.authorizer import InvalidArgumentError, java_host_address
 from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sources
 from replay.kafka.listing import ACL_COLUMNS, KAFKA_FORMATS, acl_rows, acls_document, render_acls
@@ -488,6 +489,18 @@ def _host_problem(host: str | None) -> str | None:
 
 
 def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
+    if args.api or args.which_apis:
+        return _authorize_api(args, out)
+    if args.topic is not None and len(args.topic) > 1:
+        print("kraft-replay authorize: one --topic per question (several are for an API call: --api NAME)",
+              file=sys.stderr)
+        return EXIT_USAGE
+    args.topic = args.topic[0] if args.topic else None
+    given = [flag for flag in _RESOURCE_FLAGS if getattr(args, flag, None) is not None]
+    if len(given) > 1:
+        print(f"kraft-replay authorize: one resource per question, not {' and '.join('--' + g.replace('_', '-') for g in given)}"
+              " (an API call names several: --api NAME)", file=sys.stderr)
+        return EXIT_USAGE
     if args.requests:
         if not args.out:
             print("kraft-replay authorize: --requests needs --out (where to write the decisions)", file=sys.stderr)
@@ -519,6 +532,35 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
                                      super_users=args.super_users,
                                      allow_everyone=args.allow_everyone_if_no_acl_found)
     _renderer(args, out).document(result, authorize.render_decision(result, "text"))
+    return EXIT_OK
+
+
+def _authorize_api(args: argparse.Namespace, out: TextIO) -> int:
+    """`authorize --api NAME`: every check the call makes, and its outcome; `--which-apis`: every API at once."""
+    if not args.principal:
+        print("kraft-replay authorize: give --principal (and --host) for an API question", file=sys.stderr)
+        return EXIT_USAGE
+    why = _host_problem(args.host)
+    if why is not None:
+        print(f"kraft-replay authorize: {why}", file=sys.stderr)
+        return EXIT_USAGE
+    from replay.spark import authorize_api
+    from replay.spark.authorize_render import render_api_decision, render_which_apis
+
+    lake = _lake(args)
+    common: dict[str, Any] = {
+        "topics": args.topic, "group": [args.group] if args.group is not None else None,
+        "transactional_id": args.transactional_id, "token_id": args.delegation_token, "owner": args.user,
+        "conditions": args.condition or [], "kafka_version": args.kafka_version, "offset": args.as_of_offset,
+        "time": args.as_of_time, "super_users": args.super_users,
+        "allow_everyone": args.allow_everyone_if_no_acl_found}
+    if args.which_apis:
+        found = authorize_api.which_apis(lake.spark, lake, args.lake_cluster, args.principal, args.host, **common)
+        _renderer(args, out).document(found, render_which_apis(found, "text"))
+        return EXIT_OK
+    result = authorize_api.authorize_api(lake.spark, lake, args.lake_cluster, args.principal, args.host, args.api,
+                                         api_version=args.api_version, **common)
+    _renderer(args, out).document(result, render_api_decision(result, "text"))
     return EXIT_OK
 
 
@@ -580,10 +622,14 @@ def _old_format(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("--format", choices=sorted(_DEPRECATED[command]), help=argparse.SUPPRESS)
 
 
-def _resource_flags(p: argparse.ArgumentParser, required: bool = False) -> None:
-    """A resource as kafka-acls names one (`--cluster-resource` for its `--cluster`)."""
-    group = p.add_mutually_exclusive_group(required=required)
-    group.add_argument("--topic")
+def _resource_flags(p: argparse.ArgumentParser, required: bool = False, api: bool = False) -> None:
+    """A resource as kafka-acls names one (`--cluster-resource` for its `--cluster`). `api`: several may be given
+    (an API call names a group and topics; `--topic` repeats), and the command checks a plain question's."""
+    group: Any = p.add_argument_group("resource") if api else p.add_mutually_exclusive_group(required=required)
+    if api:
+        group.add_argument("--topic", action="append", help="a topic (repeat it for an API call on several)")
+    else:
+        group.add_argument("--topic")
     group.add_argument("--group")
     group.add_argument("--transactional-id", dest="transactional_id")
     group.add_argument("--delegation-token", dest="delegation_token")
@@ -716,8 +762,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="the client's IP address as Kafka saw it, e.g. 10.0.0.1 or ::1 (required for one "
                                   "question; with --requests each row has its host)")
     p.add_argument("--operation", help="READ, WRITE, DESCRIBE, ...")
-    _resource_flags(p)
+    _resource_flags(p, api=True)
     p.add_argument("--resource-type", help="with no resource name: authorizeByResourceType (KIP-679)")
+    api = p.add_argument_group("API calls (instead of --operation)")
+    api.add_argument("--api", metavar="NAME", help="a Kafka API (OffsetFetch, OFFSET_FETCH or its key 9): every "
+                     "ACL check the call makes on the resources given, and whether the call passes")
+    api.add_argument("--which-apis", action="store_true", help="every API that checks ACLs, on the resources given")
+    api.add_argument("--kafka-version", default=LATEST_KAFKA, metavar="V",
+                     help=f"the brokers' Kafka version: which checks an API makes (default {LATEST_KAFKA})")
+    api.add_argument("--api-version", type=int, metavar="N", help="the request's version (default: what a current "
+                     "client sends)")
+    api.add_argument("--condition", action="append", choices=sorted(CONDITIONS), help="a case the request is in "
+                     "(repeatable), e.g. transactional, follower, auto_create")
     p.add_argument("--requests", metavar="FILE", help="access tuples: CSV, JSON lines, Parquet or Avro")
     p.add_argument("--out", help="with --requests: where to write the decisions")
     p.add_argument("--out-format", default="delta", choices=["delta", "parquet", "csv", "json"],

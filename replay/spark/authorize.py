@@ -58,7 +58,8 @@ from replay.spark.queries import last_offset, time_of_offset, unknown_cluster
 from replay.spark.tables import ACL_FIELDS, Lake
 
 # the entry points; `render_decision` prints what `authorize_one` returns
-__all__ = ["authorize", "authorize_by_resource_type", "authorize_file", "authorize_one", "render_decision"]
+__all__ = ["acls_by_id", "authorize", "authorize_by_resource_type", "authorize_file", "authorize_one",
+           "render_decision"]
 
 RESULT_COLUMNS = ["as_of_offset", "decision", "certain", "reason", "deciding_acl_ids", "uncertain_acl_ids",
                   "coverage", "error"]
@@ -146,12 +147,7 @@ def authorize_one(spark: SparkSession, lake: Lake, cluster: str, principal: str,
     assert r is not None
     res = r.asDict(recursive=True)
     ids = sorted(set(res["deciding_acl_ids"] or []) | set(res["uncertain_acl_ids"] or []))
-    acls: dict[str, Any] = {}
-    if ids:
-        hist = LakeTables.of(lake).history
-        for h in hist.where((F.col("cluster_id") == cluster) & F.col("acl_id").isin(ids)).collect():
-            acls[h["acl_id"]] = acl_dict(h["acl_id"], _binding_of(h), validFromOffset=h["valid_from_offset"],
-                                         validToOffset=h["valid_to_offset"])
+    acls = acls_by_id(lake, cluster, ids)
     at = res["as_of_offset"]
     t = time_of_offset(lake, cluster, at) if at is not None else None
     return {"cluster": cluster, "principal": principal, "host": host, "operation": operation,
@@ -164,8 +160,15 @@ def authorize_one(spark: SparkSession, lake: Lake, cluster: str, principal: str,
             "allowEveryoneIfNoAclFound": parse_allow_everyone(allow_everyone)}
 
 
-def _binding_of(row: Any) -> Any:
-    return AclBinding(*(row[c] for c in ACL_FIELDS))
+def acls_by_id(lake: Lake, cluster: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The ACLs of these ids as `kafka-acls` JSON names their fields, with the offsets each lifetime spans."""
+    acls: dict[str, dict[str, Any]] = {}
+    if ids:
+        hist = LakeTables.of(lake).history
+        for h in hist.where((F.col("cluster_id") == cluster) & F.col("acl_id").isin(list(ids))).collect():
+            acls[h["acl_id"]] = acl_dict(h["acl_id"], AclBinding(*(h[c] for c in ACL_FIELDS)),
+                                         validFromOffset=h["valid_from_offset"], validToOffset=h["valid_to_offset"])
+    return acls
 
 
 

@@ -1,0 +1,156 @@
+"""API-level questions on the lake (`replay.spark.authorize_api`, `kraft-replay authorize --api` and
+`--which-apis`), held to `apis.could_call` over the reference replayer's state of the same log at the same
+offset: the same checks in the same order, the same decisions and deciding ACLs, the same outcome and error.
+The questions include the three seed KIPs at the Kafka versions before and after each changed what is checked,
+on a log written for them (two batches: the ACLs, then one removed)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.kafka import writer
+from replay.kafka.acl import AclBinding
+from replay.kafka.apis import LATEST_KAFKA, could_call
+from replay.kafka.authorizer import StandardAuthorizer
+from replay.kafka.dump import replay_paths
+
+pytestmark = pytest.mark.spark
+
+CLUSTER = "apis"
+HOST = "10.0.0.1"
+READER, PRODUCER, MEMBER = "User:reader", "User:producer", "User:member"
+ACLS = {  # id -> ACL; the first three seeds' ACLs, then one removed in a second batch
+    "AAAAAAAAAAAAAAAAAAAAAA": AclBinding.of("GROUP", "g", "LITERAL", READER, "*", "DESCRIBE", "ALLOW"),
+    "BAAAAAAAAAAAAAAAAAAAAA": AclBinding.of("TOPIC", "t", "LITERAL", READER, "*", "DESCRIBE", "ALLOW"),
+    "CAAAAAAAAAAAAAAAAAAAAA": AclBinding.of("TOPIC", "t", "LITERAL", PRODUCER, "*", "WRITE", "ALLOW"),
+    "DAAAAAAAAAAAAAAAAAAAAA": AclBinding.of("GROUP", "g", "LITERAL", MEMBER, "*", "READ", "ALLOW"),
+    "EAAAAAAAAAAAAAAAAAAAAA": AclBinding.of("TOPIC", "t", "PREFIXED", MEMBER, "*", "READ", "ALLOW"),
+}
+REMOVED = "AAAAAAAAAAAAAAAAAAAAAA"
+FIRST_END = len(ACLS) - 1  # the offset of the first batch's last record
+# (principal, api, resources, Kafka versions)
+QUESTIONS: list[tuple[str, str, dict[str, Any], list[str]]] = [
+    # KIP-163: OffsetFetch needs the group's DESCRIBE since 1.0 (READ before)
+    (READER, "OffsetFetch", {"group": ["g"], "topics": ["t"]}, ["0.11", "1.0", LATEST_KAFKA]),
+    # KIP-679: an idempotent producer's InitProducerId accepts WRITE on any topic since 2.8
+    (PRODUCER, "InitProducerId", {}, ["2.7", "2.8"]),
+    # KIP-559: JoinGroup and SyncGroup need the group's READ in every version
+    (MEMBER, "JoinGroup", {"group": ["g"]}, ["2.4", "2.5"]),
+    (READER, "SyncGroup", {"group": ["g"]}, ["2.4", "2.5"]),
+    (MEMBER, "Fetch", {"topics": ["t", "t-eu", "u"]}, [LATEST_KAFKA]),  # some topics only: PARTIAL
+]
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("apis") / "dump"
+    part = root / "__cluster_metadata-0"
+    part.mkdir(parents=True)
+    first = writer.encode_batch(0, [writer.acl_record(i, b) for i, b in ACLS.items()], 1, 1000)
+    second = writer.encode_batch(FIRST_END + 1, [writer.remove_acl_record(REMOVED), writer.noop()], 1, 2000)
+    (part / "00000000000000000000.log").write_bytes(first + second)
+    return root
+
+
+@pytest.fixture(scope="module")
+def api_lake(spark: Any, dump: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+
+    lake = Lake(spark, str(tmp_path_factory.mktemp("apis") / "lake"))
+    ingest(spark, [str(dump)], cluster=CLUSTER, lake=lake, progress=False)
+    replay_lake(lake, [CLUSTER], progress=False)
+    return lake
+
+
+@pytest.fixture(scope="module")
+def reference(dump: Path) -> Any:
+    return replay_paths([str(dump)])
+
+
+def authorizer_at(reference: Any, offset: int) -> StandardAuthorizer:
+    state = reference.state_at(offset)
+    assert state.exact
+    a = StandardAuthorizer()
+    for acl_id, binding in state.certain.items():
+        a.add_acl(acl_id, binding)
+    a.complete_initial_load()
+    return a
+
+
+def test_an_api_call_is_decided_like_the_reference(spark: Any, api_lake: Any, reference: Any) -> None:
+    from replay.spark.authorize_api import authorize_api
+
+    checked = set()
+    asked = [(q, at, v) for q in QUESTIONS for at in ((FIRST_END, None) if q[1] == "OffsetFetch" else (None,))
+             for v in q[3]]
+    for (principal, api, resources, _), at, version in asked:
+        got = authorize_api(spark, api_lake, CLUSTER, principal, HOST, api, kafka_version=version, offset=at,
+                            **resources)
+        want = could_call(authorizer_at(reference, got["asOfOffset"]), api, principal, HOST, kafka_version=version,
+                          **resources)
+        what = f"{api} by {principal} at Kafka {version} as of {got['asOfOffset']}"
+        assert got["outcome"] == want.outcome and got["error"] == want.error, what
+        assert [(c["resourceType"], c["resourceName"], c["operation"], c["decision"]) for c in got["checks"]] \
+            == [(c.resource_type, c.resource_name, c.operation, c.result) for c in want.checks], what
+        assert [sorted(a["id"] for a in c["decidingAcls"]) for c in got["checks"]] \
+            == [sorted(c.explanation.acl_ids) for c in want.checks], what
+        assert [(d["resourceType"], d["resourceName"]) for d in got["denied"]] == list(want.denied), what
+        checked.add((api, version, at, got["outcome"]))
+    # each seed's answer changes where its KIP says, and the removal at offset 5 shows
+    assert {("OffsetFetch", "0.11", FIRST_END, "DENIED"), ("OffsetFetch", "1.0", FIRST_END, "ALLOWED"),
+            ("OffsetFetch", "1.0", None, "DENIED"), ("InitProducerId", "2.7", None, "DENIED"),
+            ("InitProducerId", "2.8", None, "ALLOWED"), ("JoinGroup", "2.4", None, "ALLOWED"),
+            ("JoinGroup", "2.5", None, "ALLOWED"), ("SyncGroup", "2.4", None, "DENIED"),
+            ("SyncGroup", "2.5", None, "DENIED"), ("Fetch", LATEST_KAFKA, None, "PARTIAL")} <= checked, checked
+
+
+def test_which_apis_asks_every_api_at_once(spark: Any, api_lake: Any, reference: Any) -> None:
+    from replay.kafka.apis import APIS
+    from replay.spark.authorize_api import which_apis
+
+    resources: dict[str, Any] = {"topics": ["t"], "group": ["g"]}
+    got = which_apis(spark, api_lake, CLUSTER, READER, HOST, kafka_version="1.0", offset=FIRST_END, **resources)
+    authorizer = authorizer_at(reference, got["asOfOffset"])
+    asked = {a["api"]: a for a in got["apis"]}
+    assert len(asked) > 20
+    for spec in APIS:
+        if spec.pascal in asked:
+            want = could_call(authorizer, spec.name, READER, HOST, kafka_version="1.0", **resources)
+            assert (asked[spec.pascal]["outcome"], asked[spec.pascal]["error"]) == (want.outcome, want.error), spec
+    # the reader may describe the group and the topic: OffsetFetch (since 1.0), not JoinGroup (the group's READ)
+    assert asked["OffsetFetch"]["outcome"] == "ALLOWED" and asked["JoinGroup"]["outcome"] == "DENIED"
+    not_asked = {a["api"]: a["why"] for a in got["notAsked"]}
+    assert "transactional_id" in not_asked["AddPartitionsToTxn"] and "CreateAcls" not in not_asked
+    assert not_asked["DescribeCluster"] == "no check applies at Kafka 1.0 on the resources given"  # since 2.8
+    assert "ApiVersions" in got["noCheck"] and "ApiVersions" not in asked
+
+
+def test_the_cli_asks_about_an_api_call(spark: Any, api_lake: Any) -> None:
+    from replay import cli
+
+    lake = ["--lake", api_lake.location, "--lake-cluster", CLUSTER]
+    out = io.StringIO()
+    assert cli.main(["authorize", *lake, "--api", "OffsetFetch", "--group", "g", "--topic", "t", "--topic", "u",
+                     "--principal", READER, "--host", HOST, "--kafka-version", "1.0", "--as-of-offset",
+                     str(FIRST_END)], out) == 0
+    text = out.getvalue()
+    assert f"{READER} from {HOST} calls OffsetFetch (Kafka 1.0) as of offset {FIRST_END} " in text, text
+    assert ": PARTIAL (TOPIC_AUTHORIZATION_FAILED)" in text.splitlines()[0], text
+    assert "check GROUP 'g' DESCRIBE: ALLOWED (matching_allow)" in text, text
+    assert "Current ACLs for resource `ResourcePattern(resourceType=GROUP, name=g, patternType=LITERAL)`" in text
+    assert "denied: TOPIC 'u'" in text, text
+    out = io.StringIO()
+    assert cli.main(["authorize", *lake, "--which-apis", "--group", "g", "--principal", MEMBER, "--host", HOST,
+                     "--output", "json"], out) == 0
+    doc = json.loads(out.getvalue())
+    assert {a["api"]: a["outcome"] for a in doc["apis"]}["JoinGroup"] == "ALLOWED"
+    err = io.StringIO()
+    assert cli.main(["authorize", *lake, "--topic", "a", "--group", "g", "--principal", "User:x", "--host",
+                     "10.0.0.1", "--operation", "READ"], err) == 2  # one resource per plain question
