@@ -505,10 +505,10 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
         if not args.out:
             print("kraft-replay authorize: --requests needs --out (where to write the decisions)", file=sys.stderr)
             return EXIT_USAGE
-        from replay.spark import authorize
+        from replay.spark import authorize_batch
 
         lake = _lake(args)
-        counts = authorize.authorize_file(lake.spark, lake, args.lake_cluster, args.requests, args.out,
+        counts = authorize_batch.authorize_file(lake.spark, lake, args.lake_cluster, args.requests, args.out,
                                           args.out_format, super_users=args.super_users,
                                           allow_everyone=args.allow_everyone_if_no_acl_found)
         _renderer(args, out).document(counts, [f"decisions written to {args.out}: "

@@ -16,7 +16,8 @@ Output: the request columns plus
 | `error` | why the answer is `ERROR` (an invalid request, or what Kafka throws) |
 
 Requests are normalised (`authorize_requests`), decided once per distinct key (`authorize_decide`; requests
-without a resource name by `authorize_by_type`) and joined back. Files in and out: `authorize_files`; one decision
+without a resource name by `authorize_by_type`) and joined back. Files in and out: `authorize_files`, and files
+mixing access tuples and API calls: `authorize_batch`; one decision
 for people: `authorize_render`.
 
 Deliberate limits: a stored ACL whose principal has no `:` is a candidate but never matches (Kafka would throw
@@ -50,7 +51,6 @@ from replay.spark.authorize_decide import (
     decide_keys,
     empty_ids,
 )
-from replay.spark.authorize_files import read_requests, write_table
 from replay.spark.authorize_render import render_decision
 from replay.spark.authorize_requests import REQUEST_COLUMNS, REQUEST_SCHEMA, normalise, with_as_of_offsets
 from replay.spark.frames import join_null_safe
@@ -58,8 +58,7 @@ from replay.spark.queries import last_offset, time_of_offset, unknown_cluster
 from replay.spark.tables import ACL_FIELDS, Lake
 
 # the entry points; `render_decision` prints what `authorize_one` returns
-__all__ = ["acls_by_id", "authorize", "authorize_by_resource_type", "authorize_file", "authorize_one",
-           "render_decision"]
+__all__ = ["acls_by_id", "authorize", "authorize_by_resource_type", "authorize_one", "render_decision"]
 
 RESULT_COLUMNS = ["as_of_offset", "decision", "certain", "reason", "deciding_acl_ids", "uncertain_acl_ids",
                   "coverage", "error"]
@@ -169,23 +168,3 @@ def acls_by_id(lake: Lake, cluster: str, ids: Sequence[str]) -> dict[str, dict[s
             acls[h["acl_id"]] = acl_dict(h["acl_id"], AclBinding(*(h[c] for c in ACL_FIELDS)),
                                          validFromOffset=h["valid_from_offset"], validToOffset=h["valid_to_offset"])
     return acls
-
-
-
-
-def authorize_file(spark: SparkSession, lake: Lake, cluster: str | None, requests_path: str, out_path: str,
-                   fmt: str = "delta", in_format: str | None = None, super_users: str = "",
-                   allow_everyone: bool = False, mode: str = "overwrite") -> dict[str, Any]:
-    """Read access tuples from a file, decide them all, write the decisions; returns counts per decision."""
-    requests = read_requests(spark, requests_path, in_format, cluster)
-    result = authorize(requests, lake, super_users, allow_everyone)
-    write_table(result, out_path, fmt, mode)
-    written = spark.read.format("delta").load(out_path) if fmt == "delta" else (
-        spark.read.parquet(out_path) if fmt == "parquet" else None)
-    counts: dict[str, int] = {}
-    source = written if written is not None else result
-    for r in source.groupBy("decision", "certain").count().collect():
-        key = f"{r['decision']}{'' if r['certain'] else ' (uncertain)'}"
-        counts[key] = int(r["count"])
-    return {"requests": requests_path, "out": out_path, "format": fmt, "decisions": counts,
-            "total": sum(counts.values())}

@@ -87,8 +87,9 @@ def read_avro(spark: SparkSession, path: str, schema: T.StructType | None = None
 
 
 def read_requests(spark: SparkSession, path: str, fmt: str | None = None, cluster: str | None = None) -> DataFrame:
-    """Access tuples from CSV (header row), JSON lines, Parquet, Avro or Delta. A missing `cluster_id` column (or
-    null values) is filled with `cluster`."""
+    """Access tuples (and API calls: rows with an `api` value, `replay.spark.authorize_batch`) from CSV (header row),
+    JSON lines, Parquet, Avro (access tuples only) or Delta. A missing `cluster_id` column (or null values) is
+    filled with `cluster`."""
     fmt = fmt or _guess_format(path)
     if fmt == "csv":
         df = spark.read.option("header", "true").csv(path)
@@ -110,7 +111,7 @@ def read_requests(spark: SparkSession, path: str, fmt: str | None = None, cluste
         df = df.withColumn("cluster_id", F.coalesce(F.col("cluster_id"), F.lit(cluster)))
     for c in ("principal", "host", "operation", "resource_type", "resource_name"):
         if c not in df.columns:
-            if c == "resource_name":
+            if c == "resource_name" or (c != "principal" and c != "host" and "api" in df.columns):  # API calls
                 df = df.withColumn(c, F.lit(None).cast("string"))
             else:
                 raise ValueError(f"the requests have no {c} column")
@@ -118,13 +119,15 @@ def read_requests(spark: SparkSession, path: str, fmt: str | None = None, cluste
         df = df.withColumn("offset", F.col("offset").cast("long"))
     if "time" in df.columns and isinstance(df.schema["time"].dataType, T.StringType):
         df = df.withColumn("time", time_ms(F.col("time"), T.StringType()))
-    # CSV has no null: an empty resource name means "by resource type"
-    df = df.withColumn("resource_name", F.when(F.col("resource_name") == "", None).otherwise(F.col("resource_name")))
+    # CSV has no null: an empty resource name means "by resource type", an empty api an access tuple
+    for c in ("resource_name", "api"):
+        if c in df.columns:
+            df = df.withColumn(c, F.when(F.col(c) == "", None).otherwise(F.col(c)))
     return df
 
 
 def write_table(df: DataFrame, out_path: str, fmt: str, mode: str = "overwrite") -> None:
-    """Delta, Parquet, CSV (header; arrays joined with `;`) or JSON lines."""
+    """Delta, Parquet, CSV (header; lists of names joined with `;`, other nested values as JSON) or JSON lines."""
     if fmt == "delta":
         df.write.format("delta").mode(mode).save(out_path)
     elif fmt == "parquet":
@@ -132,8 +135,14 @@ def write_table(df: DataFrame, out_path: str, fmt: str, mode: str = "overwrite")
     elif fmt == "json":
         df.write.mode(mode).json(out_path)
     elif fmt == "csv":
-        flat = df.select(*[F.array_join(F.col(f.name), ";").alias(f.name) if isinstance(f.dataType, T.ArrayType)
-                           else F.col(f.name) for f in df.schema.fields])
+        def flat_column(f: T.StructField) -> Any:
+            if isinstance(f.dataType, T.ArrayType) and isinstance(f.dataType.elementType, T.StringType):
+                return F.array_join(F.col(f.name), ";").alias(f.name)
+            if isinstance(f.dataType, (T.ArrayType, T.StructType, T.MapType)):
+                return F.to_json(F.col(f.name)).alias(f.name)
+            return F.col(f.name)
+
+        flat = df.select(*[flat_column(f) for f in df.schema.fields])
         flat.write.mode(mode).option("header", "true").csv(out_path)
     else:
         raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(OUT_FORMATS)}")

@@ -326,7 +326,8 @@ def test_default_allow_and_uncertain_allows(spark: Any) -> None:
 def test_authorize_one_and_files(spark: Any, tmp_path: Any) -> None:
     import fastavro
 
-    from replay.spark.authorize import authorize_file, authorize_one
+    from replay.spark.authorize import authorize_one
+    from replay.spark.authorize_batch import authorize_file
     from replay.spark.authorize_render import render_decision
 
     lives = [life("a1", _acl("pay", "PREFIXED", "User:bob", "READ", "ALLOW"), 5)]

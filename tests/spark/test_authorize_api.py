@@ -154,3 +154,45 @@ def test_the_cli_asks_about_an_api_call(spark: Any, api_lake: Any) -> None:
     err = io.StringIO()
     assert cli.main(["authorize", *lake, "--topic", "a", "--group", "g", "--principal", "User:x", "--host",
                      "10.0.0.1", "--operation", "READ"], err) == 2  # one resource per plain question
+
+
+def test_a_requests_file_mixes_access_tuples_and_api_calls(spark: Any, api_lake: Any, reference: Any,
+                                                           tmp_path: Path) -> None:
+    """Rows with an `api` value are API calls, decided at scale (checks on the executors, one batch decision) like
+    `could_call` decides them; the others stay access tuples; a call Kafka cannot make is an ERROR row saying why."""
+    from replay.spark.authorize_batch import authorize_file
+
+    header = "principal,host,operation,resource_type,resource_name,api,group,topics,kafka_version,offset"
+    lines = [f"{READER},{HOST},DESCRIBE,GROUP,g,,,,,{FIRST_END}",
+             f"{READER},{HOST},,,,OffsetFetch,g,t;u,1.0,{FIRST_END}",
+             f"{READER},{HOST},,,,OffsetFetch,g,t,0.11,{FIRST_END}",
+             f"{PRODUCER},{HOST},,,,InitProducerId,,,2.8,{FIRST_END}",
+             f"{MEMBER},{HOST},,,,JoinGroup,,,,{FIRST_END}",  # no group: JoinGroup cannot be asked
+             f"{MEMBER},{HOST},,,,NoSuchApi,g,,,{FIRST_END}"]
+    src = tmp_path / "requests.csv"
+    src.write_text("\n".join([header, *[line.replace("t;u", '"t,u"') for line in lines]]) + "\n")
+    out = tmp_path / "decisions"
+    summary = authorize_file(spark, api_lake, CLUSTER, str(src), str(out), "parquet")
+    assert summary["total"] == len(lines), summary
+    rows = {(r["api"], r["kafka_version"]): r for r in spark.read.parquet(str(out)).collect()}
+    plain = rows[None, None]
+    assert (plain["decision"], plain["api_checks"], plain["deciding_acl_ids"]) == ("ALLOWED", None, [
+        "AAAAAAAAAAAAAAAAAAAAAA"])
+    authorizer = authorizer_at(reference, FIRST_END)
+    for (api, version), kw in ((("OffsetFetch", "1.0"), {"group": "g", "topics": ["t", "u"]}),
+                               (("OffsetFetch", "0.11"), {"group": "g", "topics": ["t"]}),
+                               (("InitProducerId", "2.8"), {})):
+        row = rows[api, version]
+        want = could_call(authorizer, api, row["principal"], HOST, kafka_version=version, **kw)
+        assert (row["decision"], row["api_error"], row["as_of_offset"]) == (want.outcome, want.error, FIRST_END)
+        assert [(c["resource_type"], c["resource_name"], c["operation"], c["decision"]) for c in row["api_checks"]] \
+            == [(c.resource_type, c.resource_name, c.operation, c.result) for c in want.checks]
+    assert rows["OffsetFetch", "1.0"]["decision"] == "PARTIAL" and rows["OffsetFetch", "0.11"]["decision"] == "DENIED"
+    assert rows["InitProducerId", "2.8"]["decision"] == "ALLOWED"
+    assert rows["JoinGroup", None]["decision"] == "ERROR" and "needs group" in rows["JoinGroup", None]["error"]
+    assert rows["NoSuchApi", None]["decision"] == "ERROR" and "unknown Kafka API" in rows["NoSuchApi", None]["error"]
+    # CSV out: the checks as JSON
+    authorize_file(spark, api_lake, CLUSTER, str(src), str(tmp_path / "csv-out"), "csv")
+    written = spark.read.option("header", "true").csv(str(tmp_path / "csv-out")).where("api = 'InitProducerId'")
+    checks = json.loads(written.first()["api_checks"])
+    assert checks and checks[0]["operation"] in ("IDEMPOTENT_WRITE", "WRITE"), checks
