@@ -467,10 +467,14 @@ class ApiDecision:
         return self.outcome == ALLOWED
 
 
+_ARG_WORDS = {ARG_TOPICS: "topics", ARG_GROUP: "a group", ARG_TXN: "a transactional id", ARG_TOKEN: "a delegation token id",
+              ARG_OWNER: "a token owner"}
+
+
 def _names(arg: str, values: Mapping[str, Sequence[str]], spec: ApiSpec) -> Sequence[str]:
     names = values.get(arg)
     if names is None:
-        raise ValueError(f"{spec.name} needs {arg}= to evaluate its checks")
+        raise ValueError(f"{spec.pascal} needs {_ARG_WORDS.get(arg, arg)} to evaluate its checks")
     return names
 
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from replay.kafka import apis
 from replay.kafka.times import parse_time
-from replay.spark import audits, authorize, queries, tables
+from replay.spark import audits, authorize, authorize_api, queries, tables
 from replay.spark.ingest import IngestReport, ingest
 from replay.spark.replay import TableCounts, replay_lake
 
@@ -82,6 +83,24 @@ class Cluster:
         """Was it allowed then, and through which ACLs (`resource_name=None`: authorizeByResourceType)."""
         return authorize.authorize_one(self.lake.spark, self.lake, self.name, principal, host, operation,
                                        resource_type, resource_name, offset, _ms(time), super_users, allow_everyone)
+
+    def could_call(self, principal: str, host: str, api: str, offset: int | None = None, time: Moment = None,
+                   kafka_version: str = apis.LATEST_KAFKA, super_users: str = "", allow_everyone: bool = False,
+                   **resources: Any) -> dict[str, Any]:
+        """Could `principal` call the Kafka API `api` then: every check it makes at `kafka_version` on the
+        `resources` (`topics=[...]`, `group=[...]`, `transactional_id=`, `token_id=`, `owner=`, `conditions=[...]`,
+        `api_version=`), each check's decision and deciding ACLs, and the call's outcome."""
+        return authorize_api.authorize_api(self.lake.spark, self.lake, self.name, principal, host, api,
+                                           kafka_version=kafka_version, offset=offset, time=_ms(time),
+                                           super_users=super_users, allow_everyone=allow_everyone, **resources)
+
+    def which_apis(self, principal: str, host: str, offset: int | None = None, time: Moment = None,
+                   kafka_version: str = apis.LATEST_KAFKA, super_users: str = "", allow_everyone: bool = False,
+                   **resources: Any) -> dict[str, Any]:
+        """Every API that checks ACLs, asked on the `resources` (as `could_call` takes them) at one moment."""
+        return authorize_api.which_apis(self.lake.spark, self.lake, self.name, principal, host,
+                                        kafka_version=kafka_version, offset=offset, time=_ms(time),
+                                        super_users=super_users, allow_everyone=allow_everyone, **resources)
 
     # ---- audits ----------------------------------------------------------------------------------------------
     def who_can(self, operation: str, resource_type: str, resource_name: str, offset: int | None = None,

@@ -129,7 +129,8 @@ def which_apis(spark: SparkSession, lake: Lake, cluster: str, principal: str, ho
             requests.append(request)
         else:
             not_asked.append({"api": spec.pascal, "apiKey": spec.key,
-                              "why": f"no check applies at Kafka {kafka_version} on the resources given"})
+                              "why": f"no check applies at Kafka {kafka_version} on the resources and conditions "
+                                     "given"})
     offset = _as_of(lake, cluster, offset, time)
     rows, at = _answers(spark, lake, cluster, principal, host, [q.key for r in requests for q in r.questions],
                         offset, time, super_users, allow_everyone)
@@ -139,7 +140,7 @@ def which_apis(spark: SparkSession, lake: Lake, cluster: str, principal: str, ho
         d = apis.api_decision(request, answers)
         found.append({"api": request.spec.pascal, "apiKey": request.spec.key, "outcome": d.outcome,
                       "error": d.error, "checks": len(d.checks),
-                      "denied": [f"{t}:{n}" for t, n in d.denied]})
+                      "denied": list(dict.fromkeys(f"{t}:{n}" for t, n in d.denied))})
     return {"cluster": cluster, "principal": principal, "host": host, "kafkaVersion": kafka_version,
             "resources": resources, "conditions": sorted(conditions), "asOfOffset": at,
             "asOfTime": time_of_offset(lake, cluster, at) if at is not None else None, "requestedTime": time,

@@ -84,31 +84,42 @@ def authorizer_at(reference: Any, offset: int) -> StandardAuthorizer:
     return a
 
 
-def test_an_api_call_is_decided_like_the_reference(spark: Any, api_lake: Any, reference: Any) -> None:
-    from replay.spark.authorize_api import authorize_api
+def test_api_calls_are_decided_like_the_reference(spark: Any, api_lake: Any, reference: Any) -> None:
+    """Every question at once, as a DataFrame of API calls (`authorize_batch.decide`: one batch decision)."""
+    from pyspark.sql import types as T
 
-    checked = set()
+    from replay.spark.authorize_batch import decide
+
     asked = [(q, at, v) for q in QUESTIONS for at in ((FIRST_END, None) if q[1] == "OffsetFetch" else (None,))
              for v in q[3]]
-    for (principal, api, resources, _), at, version in asked:
-        got = authorize_api(spark, api_lake, CLUSTER, principal, HOST, api, kafka_version=version, offset=at,
-                            **resources)
-        want = could_call(authorizer_at(reference, got["asOfOffset"]), api, principal, HOST, kafka_version=version,
-                          **resources)
-        what = f"{api} by {principal} at Kafka {version} as of {got['asOfOffset']}"
-        assert got["outcome"] == want.outcome and got["error"] == want.error, what
-        assert [(c["resourceType"], c["resourceName"], c["operation"], c["decision"]) for c in got["checks"]] \
-            == [(c.resource_type, c.resource_name, c.operation, c.result) for c in want.checks], what
-        assert [sorted(a["id"] for a in c["decidingAcls"]) for c in got["checks"]] \
-            == [sorted(c.explanation.acl_ids) for c in want.checks], what
-        assert [(d["resourceType"], d["resourceName"]) for d in got["denied"]] == list(want.denied), what
-        checked.add((api, version, at, got["outcome"]))
-    # each seed's answer changes where its KIP says, and the removal at offset 5 shows
+    rows = [{"cluster_id": CLUSTER, "principal": principal, "host": HOST, "api": api, "kafka_version": version,
+             "group": (resources.get("group") or [None])[0], "topics": resources.get("topics"),
+             "offset": at if at is not None else FIRST_END + 2}
+            for (principal, api, resources, _), at, version in asked]
+    schema = T.StructType([T.StructField(n, T.StringType()) for n in ("cluster_id", "principal", "host", "api",
+                                                                      "kafka_version", "group")]
+                          + [T.StructField("topics", T.ArrayType(T.StringType())), T.StructField("offset", T.LongType())])
+    got = decide(spark.createDataFrame(rows, schema), api_lake).collect()
+    assert len(got) == len(rows)
+    checked = set()
+    for r in got:
+        resources = {k: v for k, v in (("group", [r["group"]] if r["group"] else None), ("topics", r["topics"]))
+                     if v is not None}
+        want = could_call(authorizer_at(reference, r["as_of_offset"]), r["api"], r["principal"], HOST,
+                          kafka_version=r["kafka_version"], **resources)
+        what = f"{r['api']} by {r['principal']} at Kafka {r['kafka_version']} as of {r['as_of_offset']}"
+        assert (r["decision"], r["api_error"]) == (want.outcome, want.error), what
+        assert [(c["resource_type"], c["resource_name"], c["operation"], c["decision"], sorted(c["deciding_acl_ids"]))
+                for c in r["api_checks"]] == [(c.resource_type, c.resource_name, c.operation, c.result,
+                                               sorted(c.explanation.acl_ids)) for c in want.checks], what
+        checked.add((r["api"], r["kafka_version"], r["offset"], r["decision"]))
+    # each seed's answer changes where its KIP says, and so does the removal in the second batch
+    late = FIRST_END + 2
     assert {("OffsetFetch", "0.11", FIRST_END, "DENIED"), ("OffsetFetch", "1.0", FIRST_END, "ALLOWED"),
-            ("OffsetFetch", "1.0", None, "DENIED"), ("InitProducerId", "2.7", None, "DENIED"),
-            ("InitProducerId", "2.8", None, "ALLOWED"), ("JoinGroup", "2.4", None, "ALLOWED"),
-            ("JoinGroup", "2.5", None, "ALLOWED"), ("SyncGroup", "2.4", None, "DENIED"),
-            ("SyncGroup", "2.5", None, "DENIED"), ("Fetch", LATEST_KAFKA, None, "PARTIAL")} <= checked, checked
+            ("OffsetFetch", "1.0", late, "DENIED"), ("InitProducerId", "2.7", late, "DENIED"),
+            ("InitProducerId", "2.8", late, "ALLOWED"), ("JoinGroup", "2.4", late, "ALLOWED"),
+            ("JoinGroup", "2.5", late, "ALLOWED"), ("SyncGroup", "2.4", late, "DENIED"),
+            ("SyncGroup", "2.5", late, "DENIED"), ("Fetch", LATEST_KAFKA, late, "PARTIAL")} <= checked, checked
 
 
 def test_which_apis_asks_every_api_at_once(spark: Any, api_lake: Any, reference: Any) -> None:
@@ -127,8 +138,9 @@ def test_which_apis_asks_every_api_at_once(spark: Any, api_lake: Any, reference:
     # the reader may describe the group and the topic: OffsetFetch (since 1.0), not JoinGroup (the group's READ)
     assert asked["OffsetFetch"]["outcome"] == "ALLOWED" and asked["JoinGroup"]["outcome"] == "DENIED"
     not_asked = {a["api"]: a["why"] for a in got["notAsked"]}
-    assert "transactional_id" in not_asked["AddPartitionsToTxn"] and "CreateAcls" not in not_asked
-    assert not_asked["DescribeCluster"] == "no check applies at Kafka 1.0 on the resources given"  # since 2.8
+    assert not_asked["AddPartitionsToTxn"] == "AddPartitionsToTxn needs a transactional id to evaluate its checks"
+    assert "CreateAcls" not in not_asked
+    assert not_asked["DescribeCluster"] == "no check applies at Kafka 1.0 on the resources and conditions given"
     assert "ApiVersions" in got["noCheck"] and "ApiVersions" not in asked
 
 
@@ -189,10 +201,21 @@ def test_a_requests_file_mixes_access_tuples_and_api_calls(spark: Any, api_lake:
             == [(c.resource_type, c.resource_name, c.operation, c.result) for c in want.checks]
     assert rows["OffsetFetch", "1.0"]["decision"] == "PARTIAL" and rows["OffsetFetch", "0.11"]["decision"] == "DENIED"
     assert rows["InitProducerId", "2.8"]["decision"] == "ALLOWED"
-    assert rows["JoinGroup", None]["decision"] == "ERROR" and "needs group" in rows["JoinGroup", None]["error"]
+    assert rows["JoinGroup", None]["decision"] == "ERROR" and "needs a group" in rows["JoinGroup", None]["error"]
     assert rows["NoSuchApi", None]["decision"] == "ERROR" and "unknown Kafka API" in rows["NoSuchApi", None]["error"]
     # CSV out: the checks as JSON
     authorize_file(spark, api_lake, CLUSTER, str(src), str(tmp_path / "csv-out"), "csv")
     written = spark.read.option("header", "true").csv(str(tmp_path / "csv-out")).where("api = 'InitProducerId'")
     checks = json.loads(written.first()["api_checks"])
     assert checks and checks[0]["operation"] in ("IDEMPOTENT_WRITE", "WRITE"), checks
+
+
+def test_the_python_api_asks_about_an_api_call(api_lake: Any) -> None:
+    from replay.spark.api import Lake
+
+    cluster = Lake(api_lake.spark, api_lake.location).cluster(CLUSTER)
+    got = cluster.could_call(READER, HOST, "OffsetFetch", offset=FIRST_END, kafka_version="1.0", group=["g"],
+                             topics=["t"])
+    assert got["outcome"] == "ALLOWED" and [c["operation"] for c in got["checks"]] == ["DESCRIBE", "DESCRIBE"]
+    found = cluster.which_apis(MEMBER, HOST, group=["g"])
+    assert {a["api"]: a["outcome"] for a in found["apis"]}["JoinGroup"] == "ALLOWED"
