@@ -61,7 +61,26 @@ def pytest_testnodedown(node: object, error: object) -> None:
         config.stash.setdefault(SUMMARY, []).extend(lines)
 
 
+_WORKER_SECONDS: dict[str, list[float]] = {}  # xdist worker -> [seconds, tests], on the controller
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Seconds per xdist worker (setup, call and teardown), for the summary: which worker bounds the run's time."""
+    node = getattr(report, "node", None)  # set on the controller's copy of a worker's report
+    if node is None:
+        return
+    times = _WORKER_SECONDS.setdefault(getattr(getattr(node, "gateway", None), "id", "?"), [0.0, 0.0])
+    times[0] += report.duration
+    if report.when == "call":
+        times[1] += 1
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    workers = _WORKER_SECONDS
+    if workers:
+        terminalreporter.write_sep("-", "time per worker")
+        for worker, (seconds, tests) in sorted(workers.items()):
+            terminalreporter.write_line(f"{worker}: {int(tests)} tests, {seconds:,.0f} s")
     sections: dict[str, list[str]] = {}
     for section, line in terminalreporter.config.stash.get(SUMMARY, []):
         sections.setdefault(section, []).append(line)
