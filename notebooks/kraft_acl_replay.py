@@ -361,6 +361,29 @@ nb.declare_sql_variables(spark, {"kr_operation": ("STRING", nb.sql_literal(who.o
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC **Which Kafka APIs could a principal call on it then?** An API call makes several checks, and which depends on
+# MAGIC the Kafka version (OffsetFetch needs the group's DESCRIBE since 1.0, READ before; an idempotent producer's
+# MAGIC InitProducerId accepts WRITE on any topic since 2.8). `replay.spark.authorize_api.which_apis` asks every API on
+# MAGIC the resource at the audit moment, for the `principal` widget (empty: the principal named by most ACLs) calling
+# MAGIC from 10.0.0.1; `authorize_api(..., "OffsetFetch", group=[...], topics=[...], kafka_version="0.11")` asks one
+# MAGIC and shows every check with its deciding ACLs (the CLI: `kraft-replay authorize --api NAME` / `--which-apis`).
+
+# COMMAND ----------
+
+from replay.spark import plots
+from replay.spark.authorize_api import which_apis
+from replay.spark.authorize_render import render_which_apis
+
+api_principal = principal or plots.busiest_principal(lake, cluster) or "User:*"
+api_resources = {"TOPIC": {"topics": [resource[1]]}, "GROUP": {"group": [resource[1]]},
+                 "TRANSACTIONAL_ID": {"transactional_id": resource[1]}}.get(resource[0], {})
+apis_then = which_apis(spark, lake, cluster, api_principal, "10.0.0.1", offset=moment_offset,
+                       super_users=super_users, allow_everyone=allow_everyone, **api_resources)
+print("\n".join(render_which_apis(apis_then)))
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## 6. What changed between the two moments?
 # MAGIC
 # MAGIC `replay.spark.audits`: the ACLs added and removed (`acl_changes`, also the temporary view `acl_diff`) and

@@ -24,7 +24,8 @@ import pytest
 
 from replay import notebook as nb
 from replay.kafka.acl import AclBinding
-from replay.kafka.authorizer import presentable_host
+from replay.kafka.apis import could_call
+from replay.kafka.authorizer import StandardAuthorizer, presentable_host
 from replay.kafka.times import format_time
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,6 +283,17 @@ def test_notebook_cells_and_state(runs: dict[str, nb.NotebookRun], sample: str) 
     rows = _table(run, "resource_type", "resource_name", "pattern_type", "principal").rows
     assert all(r["certainty"] == "certain" for r in rows)
     assert _tuples(AclBinding(*(r[f] for f in FIELDS)) for r in rows) == _tuples(want.certain.values())
+    # which APIs the principal could call on the resource then: the reference's state decides each the same way
+    found = ns["apis_then"]
+    assert f"APIs {ns['api_principal']} from 10.0.0.1 could call on " in run.output() and len(found["apis"]) > 20
+    authorizer = StandardAuthorizer(super_users=ns["super_users"] or None,
+                                    allow_everyone_if_no_acl_found=ns["allow_everyone"])
+    for acl_id, binding in want.certain.items():
+        authorizer.add_acl(acl_id, binding)
+    authorizer.complete_initial_load()
+    for a in found["apis"]:
+        d = could_call(authorizer, a["api"], ns["api_principal"], "10.0.0.1", **ns["api_resources"])
+        assert (a["outcome"], a["error"]) == (d.outcome, d.error), a
 
 
 @pytest.mark.spark
