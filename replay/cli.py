@@ -488,6 +488,14 @@ def _host_problem(host: str | None) -> str | None:
     return None
 
 
+def _host_is_usable(host: str | None) -> bool:
+    """Whether `--host` can be asked about; if not, says why on stderr."""
+    why = _host_problem(host)
+    if why is not None:
+        print(f"kraft-replay authorize: {why}", file=sys.stderr)
+    return why is None
+
+
 def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
     if args.api or args.which_apis:
         return _authorize_api(args, out)
@@ -520,9 +528,7 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
               "--cluster-resource, ... or --resource-type TYPE for authorizeByResourceType), or --requests FILE",
               file=sys.stderr)
         return EXIT_USAGE
-    why = _host_problem(args.host)
-    if why is not None:
-        print(f"kraft-replay authorize: {why}", file=sys.stderr)
+    if not _host_is_usable(args.host):
         return EXIT_USAGE
     from replay.spark import authorize
 
@@ -540,9 +546,7 @@ def _authorize_api(args: argparse.Namespace, out: TextIO) -> int:
     if not args.principal:
         print("kraft-replay authorize: give --principal (and --host) for an API question", file=sys.stderr)
         return EXIT_USAGE
-    why = _host_problem(args.host)
-    if why is not None:
-        print(f"kraft-replay authorize: {why}", file=sys.stderr)
+    if not _host_is_usable(args.host):
         return EXIT_USAGE
     from replay.spark import authorize_api
     from replay.spark.authorize_render import render_api_decision, render_which_apis
