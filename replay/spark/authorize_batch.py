@@ -98,14 +98,17 @@ def decide_api_calls(calls: DataFrame, lake: Lake, super_users: str | Sequence[s
     `API_RESULT_COLUMNS`."""
     questions, outcome = _udfs()
     original = calls.columns
-    rows = calls.withColumn("_rid", F.monotonically_increasing_id()).withColumn("_q", questions(*_api_args(calls)))
-    asked = rows.where(F.col("_q.error").isNull()).select(
-        "_rid", "cluster_id", "principal", "host", *[c for c in ("offset", "time") if c in original],
-        F.explode_outer("_q.checks").alias("_c"))
-    checks = asked.where(F.col("_c").isNotNull()).select(
-        "_rid", "cluster_id", "principal", "host", *[c for c in ("offset", "time") if c in original],
-        F.col("_c.operation").alias("operation"), F.col("_c.resource_type").alias("resource_type"),
-        F.col("_c.resource_name").alias("resource_name"))
+    moment = [c for c in ("offset", "time") if c in original]
+    # a call's key is its content: the plan reads `calls` twice (the checks, then the join back), and a generated id
+    # need not come out the same both times; identical calls share their answers, which is right
+    rid = F.sha2(F.to_json(F.struct(*[F.col(c) for c in original])), 256)
+    rows = calls.withColumn("_rid", rid).withColumn("_q", questions(*_api_args(calls)))
+    checks = (rows.where(F.col("_q.error").isNull())
+              .select("_rid", "cluster_id", "principal", "host", *moment, F.explode("_q.checks").alias("_c"))
+              .select("_rid", "cluster_id", "principal", "host", *moment,
+                      F.col("_c.operation").alias("operation"), F.col("_c.resource_type").alias("resource_type"),
+                      F.col("_c.resource_name").alias("resource_name"))
+              .distinct())
     decided = authorize(checks, lake, super_users, allow_everyone)
     per_call = decided.groupBy("_rid").agg(
         F.collect_list(F.struct(*[F.col(f.name) for f in _ANSWER.fields])).alias("_answers"),
