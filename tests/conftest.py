@@ -3,10 +3,12 @@
 `make test` runs `HYPOTHESIS_PROFILE=ci` (set in the Makefile): the same examples every run, so a landing never
 depends on the seed; a developer's run explores new random examples each time (the default).
 
-Under pytest-xdist (`-n 2 --dist loadgroup`, as the Makefile runs it) every test that needs the one Spark JVM runs
+Under pytest-xdist (`-n 2 --dist loadgroup`, as the Makefile runs it) every test that needs the Spark session runs
 in one worker and every test of the Kafka broker run in one worker (each is a session fixture that costs minutes to
-build); the rest is spread over both. On two cores the Spark tests leave about a fifth of the CPU idle (planning
-runs on one thread), which the other worker fills.
+build); the rest is spread over both. The Spark tests alone took 37-40 of CI's minutes, so the heaviest few (mark
+`spark_b`) run in the other worker with a Spark session of their own, started there as soon as the run begins
+(`tests/scheduling.py`); on two cores the Spark tests leave a fifth to a third of the CPU idle (planning runs on one
+thread, the driver waits on small jobs), which the other worker fills.
 """
 
 from __future__ import annotations
@@ -21,19 +23,34 @@ from tests.summary import SUMMARY
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-# a test that uses one of these session fixtures (or carries the mark) runs in the worker of that group
-_GROUPS = {"spark": ("spark", "sample_lake"), "kafka": ("kafka_run",)}
-_GROUP_MARKS = {"spark": ("spark", "second_jvm")}
+# a test with one of these marks, or using one of these session fixtures, runs in the worker of that group (the
+# first group that matches)
+_GROUPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("spark-b", ("spark_b",), ()),
+    ("spark", ("spark", "second_jvm"), ("spark", "sample_lake")),
+    ("kafka", (), ("kafka_run",)),
+)
+# the groups that each start a worker of their own, in this order
+PINNED = ("spark", "spark-b")
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
     """The worker group a test belongs to, or None when it can run in any worker."""
     fixtures = set(getattr(item, "fixturenames", ()))
     marks = {m.name for m in item.iter_markers()}
-    for group, names in _GROUPS.items():
-        if fixtures.intersection(names) or marks.intersection(_GROUP_MARKS.get(group, ())):
+    for group, group_marks, group_fixtures in _GROUPS:
+        if marks.intersection(group_marks) or fixtures.intersection(group_fixtures):
             return group
     return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getoption("dist", None) != "loadgroup":
+        return None
+    from tests.scheduling import PinnedGroupsFirst
+
+    return PinnedGroupsFirst(config, log, pinned=PINNED)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

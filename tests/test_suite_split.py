@@ -48,15 +48,50 @@ def test_one_group_runs_in_one_worker(tmp_path: Path) -> None:
     assert list(ran.values()) == [4], ran  # all four grouped tests, in one worker
 
 
+_PINNED = '''
+from tests.scheduling import PinnedGroupsFirst
+
+def pytest_xdist_make_scheduler(config, log):
+    return PinnedGroupsFirst(config, log, pinned=("a", "b"))
+'''
+
+
+def test_pinned_groups_start_in_different_workers(tmp_path: Path) -> None:
+    """Groups `a` (5 tests) and `b` (3) are pinned; xdist alone queues them by size, `a`, `k` (4 slow tests), `b`,
+    and the worker that finished `a` would take `b` too. Pinned, each starts a worker of its own."""
+    tests = ["import os, time, pytest", "def _note(g):",
+             "    time.sleep(1 if g == 'k' else 0)",
+             "    with open(os.path.join(os.environ['SPLIT_OUT'], g), 'a') as f:",
+             "        f.write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')"]
+    for group, n in (("a", 5), ("k", 4), ("b", 3)):
+        tests += [f"@pytest.mark.xdist_group('{group}')\ndef test_{group}{i}(): _note('{group}')" for i in range(n)]
+    (tmp_path / "test_pinned.py").write_text("\n".join(tests) + "\n")
+    (tmp_path / "conftest.py").write_text(_PINNED)
+    out = tmp_path / "out"
+    out.mkdir()
+    root = str(Path(__file__).resolve().parents[1])
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-q", "-p",
+                           "no:cacheprovider", "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "SPLIT_OUT": str(out), "PYTHONPATH": root})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "12 passed" in done.stdout
+    workers = {g: set((out / g).read_text().split()) for g in "akb"}
+    assert len(workers["a"]) == len(workers["b"]) == 1, workers  # each group in one worker
+    assert workers["a"] != workers["b"], workers
+
+
 def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> None:
-    """Every collected test that uses the Spark session (or the sample lake built on it) is in group `spark`; every
-    test of the broker run in group `kafka`; a pure test, and the standalone-cluster test (which starts its own
-    JVMs), in none."""
+    """Every collected test that uses the Spark session (or the sample lake built on it) is in group `spark`, or
+    in `spark-b` when marked so; every test of the broker run in group `kafka`; a pure test, and the
+    standalone-cluster test (which starts its own JVMs), in none."""
     from tests.conftest import xdist_group_of
 
     for item in request.session.items:
         names = set(getattr(item, "fixturenames", ()))
-        if names & {"spark", "sample_lake"}:
+        if item.get_closest_marker("spark_b"):
+            assert xdist_group_of(item) == "spark-b", item.nodeid
+        elif names & {"spark", "sample_lake"}:
             assert xdist_group_of(item) == "spark", item.nodeid
         elif "kafka_run" in names:
             assert xdist_group_of(item) == "kafka", item.nodeid
