@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from replay import demo
 from replay.kafka import dumplog, outputs
 from replay.kafka.apis import CONDITIONS, LATEST_KAFKA
+from replay.kafka.as_of import state_meta, state_notes
 from replay.kafka.authorizer import InvalidArgumentError, java_host_address
 from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sources
 from replay.kafka.listing import ACL_COLUMNS, KAFKA_FORMATS, acl_rows, acls_document, render_acls
@@ -244,6 +245,9 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
         lake_state = queries.state_at(_lake(args), args.lake_cluster, offset=args.as_of_offset,
                                       time=args.as_of_time)
         _print_acls(args, out, lake_state.certain, lake_state.uncertain, lake_state.meta())
+        for note in state_notes(lake_state.offset or 0, lake_state.covered, lake_state.complete,
+                                len(lake_state.uncertain), lake_state.unpublished):
+            print(f"note: {note}", file=sys.stderr)
         return EXIT_OK
     if not args.paths:
         print("kraft-replay acls: give dump PATHs, or --lake/--catalog with --lake-cluster NAME", file=sys.stderr)
@@ -273,19 +277,10 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
             print("the dump holds no records", file=sys.stderr)
             return EXIT_USAGE
     state = result.state_at(offset)
-    time = result.time_of(offset)
-    meta = {"asOfOffset": offset, "asOfTime": format_time(time), "covered": state.covered,
-            "complete": state.complete, "exact": state.exact}
-    _print_acls(args, out, state.certain, state.uncertain, meta)
-    if not state.exact:
-        why = []
-        if not state.covered:
-            why.append(f"offset {offset} is in no dump (a hole in history)")
-        if not state.complete:
-            why.append("it lies near a hole in history, where ACLs that no dump recorded may have been live")
-        if state.uncertain:
-            why.append(f"{len(state.uncertain)} ACL(s) may or may not have been live")
-        print("note: this answer is not certain: " + "; ".join(why), file=sys.stderr)
+    facts = (state.covered, state.complete, len(state.uncertain), state.unpublished)
+    _print_acls(args, out, state.certain, state.uncertain, state_meta(offset, result.time_of(offset), *facts))
+    for note in state_notes(offset, *facts):
+        print(f"note: {note}", file=sys.stderr)
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
 
 
@@ -538,7 +533,19 @@ def cmd_authorize(args: argparse.Namespace, out: TextIO) -> int:
                                      super_users=args.super_users,
                                      allow_everyone=args.allow_everyone_if_no_acl_found)
     _renderer(args, out).document(result, authorize.render_decision(result, "text"))
+    _say_if_inside(lake, args.lake_cluster, args.as_of_offset)
     return EXIT_OK
+
+
+def _say_if_inside(lake: Lake, cluster: str, *offsets: int | None) -> None:
+    """A note on stderr for each asked offset that lies inside a batch or open transaction: the answer is the state a
+    node published before it (times map to batch ends: nothing to say)."""
+    from replay.spark import queries
+
+    for offset in offsets:
+        held = None if offset is None else queries.unpublished(lake, cluster, offset)
+        if held is not None:
+            print(f"note: {held.sentence()}", file=sys.stderr)
 
 
 def _authorize_api(args: argparse.Namespace, out: TextIO) -> int:
@@ -561,10 +568,12 @@ def _authorize_api(args: argparse.Namespace, out: TextIO) -> int:
     if args.which_apis:
         found = authorize_api.which_apis(lake.spark, lake, args.lake_cluster, args.principal, args.host, **common)
         _renderer(args, out).document(found, render_which_apis(found, "text"))
+        _say_if_inside(lake, args.lake_cluster, args.as_of_offset)
         return EXIT_OK
     result = authorize_api.authorize_api(lake.spark, lake, args.lake_cluster, args.principal, args.host, args.api,
                                          api_version=args.api_version, **common)
     _renderer(args, out).document(result, render_api_decision(result, "text"))
+    _say_if_inside(lake, args.lake_cluster, args.as_of_offset)
     return EXIT_OK
 
 
@@ -601,6 +610,7 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
             rtype, name = _resource(args)
             results = {"timeline": audits.audit_timeline(spark, lake, cluster, args.principal, rtype, name,
                                                          args.operation, **common)}
+    _say_if_inside(lake, cluster, *(getattr(args, name, None) for name in ("as_of_offset", "from_offset", "to_offset")))
     if args.avro:
         for audit, rows in results.items():
             n = outputs.write_avro(rows, f"{args.avro}.{audit}.avro" if len(results) > 1 else args.avro, audit)

@@ -9,7 +9,9 @@ possibly overlapping dumps of one cluster. The replayer
    record whose epoch is below the epoch of an earlier chosen record belongs to a truncated suffix too (epochs
    never decrease along a Raft log). Both are reported as `divergence`;
 2. applies the records strictly in offset order with the controller's transaction semantics (records after Begin
-   are held, become visible at End's offset, are dropped at Abort; an open transaction at the end is pending);
+   are held, become visible with the End, are dropped at Abort; an open transaction at the end is pending), each
+   change visible where a node publishes it: at the last offset of its batch (of the End's batch in a transaction),
+   since nodes apply and publish whole batches (`LogRuns.published_offset`);
 3. loads each complete snapshot atomically at its last contained offset `q = E-1`: the state becomes exactly the
    snapshot's ACLs there;
 4. returns ACL lifetimes with exact or uncertain bounds, the visible events, coverage and anomalies, and answers
@@ -29,7 +31,8 @@ saw) leave the history **incomplete** where they could have been live: from the 
 the last hole or unknown remove before the next snapshot, and from the first hole after the last snapshot to the
 end of known history.
 
-Offsets are log offsets; "as of N" means after applying every visible record with offset <= N.
+Offsets are log offsets; "as of N" means after applying every visible record with offset <= N, at a batch
+boundary: an N inside a batch answers as of the offset before the batch (its changes are visible at its end).
 Lifetime bounds use half-open intervals: live on [valid_from_offset, valid_to_offset). An uncertain start means it
 began somewhere in [valid_from_min_offset, valid_from_offset]; an uncertain end means it ended somewhere in
 [valid_to_min_offset, valid_to_offset] (valid_to_offset None: maybe still live at the end of known history).
@@ -47,6 +50,7 @@ from typing import BinaryIO, NamedTuple, overload
 
 from . import anomaly_text as msg
 from .acl import AclBinding
+from .as_of import Unpublished, unpublished_at
 from .model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from .model import ACL_ENTRY_RECORD as ACL_ENTRY
 from .model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
@@ -157,6 +161,7 @@ class AclState:
     uncertain: dict[str, AclBinding]
     covered: bool  # False when the offset lies in a hole, before the first known offset or after the last
     complete: bool = True  # False where ACLs nobody recorded may have been live (see the module docstring)
+    unpublished: Unpublished | None = None  # the offset lies inside a batch or transaction: what it holds back
 
     @property
     def exact(self) -> bool:
@@ -389,7 +394,8 @@ class ReplayResult:
             elif life.possibly_live_at(offset):
                 uncertain[life.acl_id] = life.binding
         covered = any(c.start_offset <= offset <= c.end_offset and c.kind != CoverageKind.MISSING for c in self.coverage)
-        return AclState(offset, certain, uncertain, covered, self.is_complete_at(offset))
+        held = unpublished_at(offset, ((e.offset, e.record_offset, e.cause.value) for e in self.events))
+        return AclState(offset, certain, uncertain, covered, self.is_complete_at(offset), held)
 
     def state_at_time(self, time_ms: int) -> AclState | None:
         offset = self.offset_at_time(time_ms)
@@ -432,6 +438,14 @@ class LogRuns:
 
     def covers(self, offset: int) -> bool:
         return self._run_at(offset) is not None
+
+    def published_offset(self, entry: LogEntry) -> int:
+        """Where the change of `entry`'s record becomes visible: nodes apply and publish whole batches (DESIGN.md §2:
+        a CreateAcls call is one atomic batch), so at its batch's last offset, or at the last offset kept when a
+        high watermark cuts the batch."""
+        run = self._run_at(entry.offset)
+        last = entry.batch_last_offset if entry.batch_last_offset >= entry.offset else entry.offset
+        return last if run is None else min(last, run[1])
 
     def unknown_between(self, after: int, before: int) -> bool:
         """Whether some offset strictly between `after` and `before` is in no dump."""
@@ -1248,7 +1262,7 @@ def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | Non
     def outcome(entry: LogEntry, close: LogEntry) -> None:
         assert close.record is not None
         if close.record.api_key == TXN_END:
-            visible.append(Visible(entry, close.offset, close.time, Cause.TRANSACTION))
+            visible.append(Visible(entry, runs.published_offset(close), close.time, Cause.TRANSACTION))
 
     for e in entries:
         if e.record is None or e.record.api_key not in (ACL_ENTRY, ACL_REMOVE):
@@ -1257,7 +1271,7 @@ def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | Non
         held = i > 0 and open_after[i - 1]
         if not runs.unknown_between(marker_offsets[i - 1] if i else -1, e.offset):
             if not held:
-                visible.append(Visible(e, e.offset, e.time, Cause.RECORD))
+                visible.append(Visible(e, runs.published_offset(e), e.time, Cause.RECORD))
                 continue
             j = bisect.bisect_left(closer_offsets, e.offset)
             if j == len(closers):
@@ -1268,11 +1282,11 @@ def resolve_transactions(entries: list[LogEntry], runs: LogRuns, last: int | Non
         nxt = markers[i] if i < len(markers) else None
         if nxt is None:
             if not held:
-                visible.append(Visible(e, e.offset, e.time, Cause.RECORD))
+                visible.append(Visible(e, runs.published_offset(e), e.time, Cause.RECORD))
         elif runs.unknown_between(e.offset, nxt.offset):
             continue
         elif nxt.record is not None and nxt.record.api_key == TXN_BEGIN:
-            visible.append(Visible(e, e.offset, e.time, Cause.RECORD))
+            visible.append(Visible(e, runs.published_offset(e), e.time, Cause.RECORD))
         else:
             outcome(e, nxt)
     if is_open and opener is not None and (last is None or runs.unknown_min(markers[-1].offset, last) is None):

@@ -206,17 +206,17 @@ def log_from_steps(steps: list[tuple[object, ...]], seed: int = 0, valid: bool =
 
 
 def quiet_snapshot_ends(log: SynthLog, wanted: list[int]) -> tuple[int, ...]:
-    """Snapshot end offsets at or below `wanted` where no transaction is open, as Kafka takes them (from a
-    published image, never in the middle of a transaction)."""
+    """Snapshot end offsets at or below `wanted` at a batch boundary where no transaction is open, as Kafka takes
+    them (from a published image: after whole batches, never in the middle of a transaction)."""
     in_txn: list[bool] = []  # after each offset
     open_txn = False
     for b in log.batches:
-        for r in b.records:
+        for i, r in enumerate(b.records):
             if r.api_key == 23:
                 open_txn = True
             elif r.api_key in (24, 25):
                 open_txn = False
-            in_txn.append(open_txn)
+            in_txn.append(open_txn or i < len(b.records) - 1)  # inside a batch counts as open: no image there
     ends = set()
     for end in wanted:
         end = min(end, len(in_txn))

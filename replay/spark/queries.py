@@ -17,6 +17,7 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from replay.kafka.acl import AclBinding
+from replay.kafka.as_of import Unpublished, state_meta, unpublished_row
 from replay.kafka.model import QuestionError, UnknownClusterError, check_offset
 from replay.kafka.times import format_time
 from replay.spark.rules import (
@@ -27,6 +28,8 @@ from replay.spark.rules import (
     offset_at_time_sql,
     run_sql,
     time_of_offset_sql,
+    unpublished_note_sql,
+    unpublished_sql,
 )
 from replay.spark.sqlddl import SqlFunction, plain
 from replay.spark.tables import ACL_FIELDS, Lake
@@ -51,14 +54,15 @@ class LakeState:
     uncertain: dict[str, AclBinding]
     covered: bool
     complete: bool
+    unpublished: Unpublished | None = None  # the offset lies inside a batch or transaction: what it holds back
 
     @property
     def exact(self) -> bool:
         return self.covered and self.complete and not self.uncertain
 
     def meta(self) -> dict[str, Any]:
-        return {"cluster": self.cluster, "asOfOffset": self.offset, "asOfTime": format_time(self.time),
-                "covered": self.covered, "complete": self.complete, "exact": self.exact}
+        return {"cluster": self.cluster, **state_meta(self.offset, self.time, self.covered, self.complete,
+                                                       len(self.uncertain), self.unpublished)}
 
 
 def _one_value(lake: Lake, table: str, text: str, **values: Any) -> int | None:
@@ -73,6 +77,14 @@ def offset_at_time(lake: Lake, cluster: str, time_ms: int) -> int | None:
     """DESIGN.md §3.8: the last offset whose time is <= time_ms (`rules.offset_at_time_sql`)."""
     return _one_value(lake, "offset_times", offset_at_time_sql("{rel}", ":cluster", "CAST(:time AS BIGINT)"),
                       cluster=cluster, time=time_ms)
+
+
+def unpublished(lake: Lake, cluster: str, offset: int) -> Unpublished | None:
+    """The ACL changes logged at or before `offset` that no node had published there: it lies inside their batch
+    or open transaction (`rules.unpublished_sql`); None at a boundary."""
+    row = run_sql(lake.spark, unpublished_sql("{events}", ":cluster", "CAST(:at AS BIGINT)"),
+                  {"cluster": cluster, "at": offset}, events=lake.read("acl_events")).first()
+    return unpublished_row(offset, row)
 
 
 def time_of_offset(lake: Lake, cluster: str, offset: int) -> int | None:
@@ -156,22 +168,24 @@ def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | No
     if not acls and not rows[0]["covered"]:  # nothing at all: is the cluster known?
         require_cluster(lake, cluster)
     return LakeState(cluster, offset, time if time is not None else rows[0]["_time"], certain, uncertain,
-                     rows[0]["covered"], rows[0]["complete"])
+                     rows[0]["covered"], rows[0]["complete"], unpublished_row(offset, rows[0]))
 
 
 def _state_rows(lake: Lake, cluster: str, offset: int) -> list[Row]:
-    """The ACLs live or maybe live at `offset`, each with the offset's coverage and time, in one query (each query
-    is a round trip and a Delta snapshot check: three of them made a warm question three times slower). No ACL:
-    one row whose `acl_id` is NULL."""
+    """The ACLs live or maybe live at `offset`, each with the offset's coverage, time and the changes it holds back
+    (`rules.unpublished_sql`), in one query (each query is a round trip and a Delta snapshot check: three of them
+    made a warm question three times slower). No ACL: one row whose `acl_id` is NULL."""
     certain, maybe = live_sql("CAST(:at AS BIGINT)", "h")
     fields = ", ".join(f"h.{c}" for c in ACL_FIELDS)
-    text = f"""SELECT k.covered, k.complete, t._time, a.* FROM
+    text = f"""SELECT k.covered, k.complete, t._time, u.*, a.* FROM
   ({coverage_at_sql("(SELECT :cluster AS cluster_id, CAST(:at AS BIGINT) AS _at)", "{cov}")}) k
   CROSS JOIN ({time_of_offset_sql("{times}", ":cluster", "CAST(:at AS BIGINT)", "_time")}) t
+  LEFT JOIN ({unpublished_sql("{events}", ":cluster", "CAST(:at AS BIGINT)")}) u ON true
   LEFT JOIN (SELECT h.acl_id, {fields}, CASE WHEN {certain} THEN 'certain' ELSE 'uncertain' END AS certainty
              FROM {{hist}} h WHERE h.cluster_id = :cluster AND {maybe}) a ON true"""
     return run_sql(lake.spark, text, {"cluster": cluster, "at": offset}, cov=lake.read("log_coverage"),
-                   times=lake.read("offset_times"), hist=lake.read("acl_history")).collect()
+                   times=lake.read("offset_times"), hist=lake.read("acl_history"),
+                   events=lake.read("acl_events")).collect()
 
 
 def changes_between(lake: Lake, cluster: str, start: int | None = None, end: int | None = None,
@@ -260,19 +274,24 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
         # counts filter in WHERE: Spark rejects aggregates whose argument mixes parameters and columns
         "s AS (SELECT count(*) AS certain FROM {hist} h{also} WHERE h.cluster_id = cluster AND {live}), "
         "u AS (SELECT count(*) AS uncertain FROM {hist} h{also} WHERE h.cluster_id = cluster "
-        "AND ({maybe}) AND NOT ({live})) "
+        "AND ({maybe}) AND NOT ({live})), "
+        "p AS ({unpublished}) "
         "SELECT {at} AS as_of_offset, v.covered, v.complete, {exact} AS exact, "
-        "s.certain AS certain_acls, u.uncertain AS uncertain_acls FROM v, s, u{also}"
+        "s.certain AS certain_acls, u.uncertain AS uncertain_acls, "
+        "coalesce(p.first_record - 1, {at}) AS state_as_of_offset, {note} AS note "
+        "FROM v, s, u{also} LEFT JOIN p ON true"
     )
     coverage_returns = ("as_of_offset BIGINT, covered BOOLEAN, complete BOOLEAN, exact BOOLEAN, certain_acls BIGINT, "
-                        "uncertain_acls BIGINT")
+                        "uncertain_acls BIGINT, state_as_of_offset BIGINT, note STRING")
 
     def coverage_sql(at: str, also: str = "") -> str:
         """acl_coverage_at's body at the offset expression `at` (`also`: `, a` when `at` comes from the CTE `a`)."""
         ats = f"(SELECT cluster AS cluster_id, {at} AS _at{' FROM a' if also else ''})"
         return coverage_body.format(coverage=coverage_at_sql(ats, cov), hist=hist, at=at, also=also,
                                     live=live.format(at=at), maybe=maybe.format(at=at),
-                                    exact=exact_sql("v.covered", "v.complete", "u.uncertain"))
+                                    exact=exact_sql("v.covered", "v.complete", "u.uncertain"),
+                                    unpublished=unpublished_sql(events, "cluster", at, also),
+                                    note=unpublished_note_sql(at, "p"))
 
     # a time before the cluster's known history has no offset
     time_offset = f", ({offset_at_time_sql(times, 'cluster', ts_ms, '_at')}) ta"

@@ -11,8 +11,9 @@ here, and the tests hold the two to each other. The steps:
 3. **Snapshots** (rule 4): a copy loads only when it decoded cleanly (header first, footer, CRCs, nothing
    quarantined inside it); the highest epoch wins per end offset.
 4. **Transactions** (rule 2): over the ACL and transaction records in offset order, the previous Begin/End/Abort
-   says whether a record is held, and the next End or Abort decides its fate (visible at End, dropped at Abort,
-   pending when none follows).
+   says whether a record is held, and the next End or Abort decides its fate (visible with the End, dropped at
+   Abort, pending when none follows). A change is visible where a node publishes it: the last offset of its batch
+   (of the End's batch), `published_offset`.
 5. **Observations** (rules 3–5): per ACL id, its visible records and its presence in each snapshot, plus an absence
    at the first snapshot that lacks a live id. The state after an observation depends on that observation alone,
    so every transition (create, duplicate, replace, remove, unknown remove, snapshot load) is a function of an
@@ -262,12 +263,22 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
 
 
 # ---- 4. transactions -------------------------------------------------------------------------------------------
+def published_offset(offset: Column, batch_last_offset: Column, high_watermark: int | None) -> Column:
+    """Where the change of the record at `offset` becomes visible: nodes apply and publish whole batches (DESIGN.md
+    §2), so at its batch's last offset, or at the last offset kept when a high watermark cuts the batch
+    (`replay.kafka.replayer.LogRuns.published_offset`)."""
+    last = F.greatest(F.coalesce(batch_last_offset, offset), offset)
+    return last if high_watermark is None else F.least(last, F.lit(high_watermark - 1))
+
+
 def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame | None = None,
                         size: int | None = None,
                         keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df,
+                        high_watermark: int | None = None,
                         ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The ACL records that become visible (at which offset, time and cause), the transaction anomalies, and the
-    Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules).
+    Ends whose transaction spans a hole (`replay.kafka.replayer.resolve_transactions` states the rules). A change is
+    visible where its batch (a transaction's: its End's batch) is published (`published_offset`).
 
     `resume` (a suffix replay): the last transaction marker before the suffix, placed before its rows. The ACL
     records and markers with their neighbouring markers are kept once (`keep`): all three results read them.
@@ -275,7 +286,8 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
     rel = resolved.where(F.col("api_key").isin(ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT)
                          & ~F.col("is_control") & F.col("decode_error").isNull()).select(
         "cluster_id", "offset", "api_key", "acl_id", *_ACL_FIELDS, F.col("append_time").alias("time"), "source_file",
-        "file_position", F.lit(None).cast("long").alias("_gs"), F.lit(None).cast("long").alias("_ge"))
+        "file_position", F.lit(None).cast("long").alias("_gs"), F.lit(None).cast("long").alias("_ge"),
+        published_offset(F.col("offset"), F.col("batch_last_offset"), high_watermark).alias("_pub"))
     if resume is not None:
         rel = rel.unionByName(resume.where(F.col("marker_offset").isNotNull()).select(
             "cluster_id", F.col("marker_offset").alias("offset"), F.col("marker_key").alias("api_key"),
@@ -285,7 +297,8 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
                            F.col("gap_end").alias("_ge"))
     key = F.col("api_key")
     is_marker = key.isin(TXN_BEGIN, TXN_END, TXN_ABORT)
-    point = F.struct(F.col("offset").alias("o"), key.alias("k"), F.col("time").alias("t"))
+    point = F.struct(F.col("offset").alias("o"), key.alias("k"), F.col("time").alias("t"),
+                     F.coalesce(F.col("_pub"), F.col("offset")).alias("p"))
     u = with_running(rel.unionByName(gap_rows, allowMissingColumns=True), "offset", ["offset"], [
         Running("_last_ge", "last_before", F.col("_ge")),
         Running("_next_gs", "first_after", F.col("_gs")),
@@ -340,9 +353,10 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, resume: DataFrame 
     spanning_ends = markers.where((key == TXN_END) & F.col("_hole")).select(
         "cluster_id", F.col("offset").alias("gap_start"), F.col("offset").alias("gap_end"))
     through_end = F.col("pos") != F.col("offset")
+    published = F.when(~through_end, F.col("_pub")).when(known_state, nc.p).otherwise(nm.p)
     visible = acl.where(F.col("pos").isNotNull()).select(
         "cluster_id", "acl_id", *_ACL_FIELDS, "source_file", "file_position", F.col("offset").alias("rec_off"),
-        "pos",
+        published.alias("pos"),
         F.when(through_end, F.when(~known_state, nm.t).otherwise(nc.t)).otherwise(F.col("time")).alias("time"),
         F.when(through_end, F.lit("TRANSACTION")).otherwise(F.lit("RECORD")).alias("cause"),
         F.when(key == ACL_ENTRY, F.lit("CREATE")).otherwise(F.lit("REMOVE")).alias("op"))
@@ -605,7 +619,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
     gaps = unknown_gaps(ranges, last)
     if resume is not None:
         gaps = _resumed_gaps(gaps, resume)
-    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size, keep)
+    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size, keep, high_watermark)
     obs = keep(observations(visible, snaps, snap_acls, size), "observations")
     t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
                          spanning_ends), "transitions")

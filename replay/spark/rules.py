@@ -95,6 +95,31 @@ def live_sql(at: str, h: str = "") -> tuple[str, str]:
     return certain, f"({certain} OR {possible})"
 
 
+# ---- what a node publishes at once (DESIGN.md §2) ----------------------------------------------------------------
+
+def unpublished_sql(events: str, cluster: str, at: str, also: str = "") -> str:
+    """One row: the ACL changes logged at or before the offset `at` that become visible together after it (it lies
+    inside their batch or open transaction), as visible_at, first_record, changes (all that become visible with
+    them) and in_transaction; no row when every change logged by then was visible
+    (`replay.kafka.as_of.unpublished_at`). `also`: more FROM items `at` needs (`, a`)."""
+    # the earliest (visible offset, record offset) of the held-back changes: their unit and its first record (no
+    # aggregate mixes a parameter with a column, which Spark rejects in SQL functions)
+    return f"""SELECT p.h.o AS visible_at, p.h.r AS first_record, count(*) AS changes,
+  max(e.cause = 'TRANSACTION') AS in_transaction
+FROM (SELECT min(named_struct('o', u.offset, 'r', u.record_offset)) AS h FROM {events} u{also}
+      WHERE u.cluster_id = {cluster} AND u.record_offset <= {at} AND u.offset > {at}) p{also}
+JOIN {events} e ON e.cluster_id = {cluster} AND e.offset = p.h.o AND e.record_offset IS NOT NULL
+GROUP BY p.h.o, p.h.r"""
+
+
+def unpublished_note_sql(at: str, p: str) -> str:
+    """`Unpublished.sentence` over a row `p` of `unpublished_sql` (NULL when there is none)."""
+    unit = f"CASE WHEN {p}.in_transaction THEN 'a metadata transaction' ELSE 'an atomic batch' END"
+    return (f"CASE WHEN {p}.visible_at IS NOT NULL THEN concat('offset ', {at}, ' lies inside ', {unit}, ': its ', "
+            f"{p}.changes, ' ACL change(s) logged from offset ', {p}.first_record, ' become visible together at ', "
+            f"{p}.visible_at, '; the answer is the state a node published, as of ', {p}.first_record - 1) END")
+
+
 # ---- coverage and exactness ------------------------------------------------------------------------------------
 
 def coverage_at_sql(ats: str, coverage: str) -> str:

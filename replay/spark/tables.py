@@ -177,7 +177,8 @@ def _millis(name: str, comment: str, nullable: bool = True) -> StructField:
 
 EVENTS_SCHEMA = StructType([
     _CLUSTER,
-    _offset("offset", "log offset at which the change became visible (a transaction's end, a snapshot's last offset)"),
+    _offset("offset", "log offset at which the change became visible: the last offset of its batch (of its "
+            "transaction's End batch; nodes publish whole batches), or a snapshot's last offset"),
     _offset("offset_min", "equal to offset when exact; else the change happened somewhere in [offset_min, offset]"),
     _f("exact", BooleanType(), "whether offset is the change's exact offset", nullable=False),
     _offset("seq", "1-based order in which the cluster's changes apply"),

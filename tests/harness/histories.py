@@ -70,14 +70,26 @@ class Profile:
     checkpoint_every: int
     max_batch: int  # bindings per CreateAcls call: 1..max_batch
     delete_share: float  # share of calls that are deletes
+    bulk: int = 0  # halfway: one CreateAcls of this many bindings and one DeleteAcls of them all, between checkpoints
 
 
 PROFILES: dict[str, Profile] = {
     "tiny": Profile(operations=12, checkpoint_every=4, max_batch=4, delete_share=0.3),
     "small": Profile(operations=60, checkpoint_every=10, max_batch=6, delete_share=0.35),
     "medium": Profile(operations=400, checkpoint_every=40, max_batch=8, delete_share=0.35),
-    "large": Profile(operations=3000, checkpoint_every=150, max_batch=10, delete_share=0.35),
+    "large": Profile(operations=3000, checkpoint_every=150, max_batch=10, delete_share=0.35, bulk=3000),
 }
+BULK_PRINCIPAL = "User:bulk-loader"  # no other binding has it: a filter on it deletes exactly the bulk ones
+
+
+def bulk_ops(n: int) -> list[dict[str, Any]]:
+    """One CreateAcls call of `n` bindings (the controller writes it as one atomic batch) and one DeleteAcls call
+    removing them all, with a checkpoint before, between and after."""
+    acls = [AclBinding("TOPIC", f"bulk-{k:05d}", "LITERAL", BULK_PRINCIPAL, "*", "READ", "ALLOW") for k in range(n)]
+    return [{"op": "checkpoint", "label": "bulk-before"}, {"op": "create", "acls": [_binding_json(b) for b in acls]},
+            {"op": "checkpoint", "label": "bulk-created"},
+            {"op": "delete", "filters": [{"principal": BULK_PRINCIPAL}]},
+            {"op": "checkpoint", "label": "bulk-deleted"}]
 
 
 def _binding_json(b: AclBinding) -> dict[str, str]:
@@ -183,6 +195,8 @@ def generate(profile: str | Profile, seed: int) -> list[dict[str, Any]]:
                 live[b] = None
         if i % p.checkpoint_every == 0 or i == p.operations:
             ops.append({"op": "checkpoint", "label": f"cp-{i:04d}"})
+        if p.bulk and i == p.operations // 2:
+            ops.extend(bulk_ops(p.bulk))
     return ops
 
 

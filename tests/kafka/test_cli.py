@@ -462,7 +462,8 @@ def test_building_the_parser_imports_no_spark() -> None:
 def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """Stand-ins for the lake and the replay.spark modules the commands call; returns the calls made."""
     calls: dict[str, list[Any]] = {"replay_lake": [], "sql": [], "audit": [], "sql_functions": [], "ingest": [],
-                                   "name_tables": [], "audits": [], "changes": [], "authorize": []}
+                                   "name_tables": [], "audits": [], "changes": [], "authorize": [],
+                                   "unpublished": []}
 
     def sql(query: str) -> Any:
         calls["sql"].append(query)
@@ -528,7 +529,11 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
            audit_who_can=audit("who-can", WHO_CAN), audit_what_can=audit("what-can", WHO_CAN),
            audit_timeline=audit("timeline", WHO_CAN), audit_risky_grants=audit("risky", WHO_CAN),
            audit_changes=audit("changes", {"acls": CHANGES, "access": WHO_CAN}))
-    module("queries", register_sql_functions=register_sql_functions, changes_between=changes_between)
+    def unpublished(lk: Any, cluster: str, offset: int) -> None:
+        calls["unpublished"].append(offset)  # every offset is at a batch boundary here
+
+    module("queries", register_sql_functions=register_sql_functions, changes_between=changes_between,
+           unpublished=unpublished)
     module("authorize", authorize_one=authorize_one,
            render_decision=lambda result, fmt: [f"{result['principal']}: certainly {result['decision']}"])
     module("ingest", ingest=ingest, IngestError=IngestError, StrictIngestError=StrictIngestError)

@@ -74,9 +74,10 @@ def ids(state_part: dict) -> set[int]:
     return {int(k[3:]) for k in state_part}
 
 
-def test_records_apply_one_at_a_time_in_offset_order_also_inside_a_batch():
+def test_records_apply_one_at_a_time_in_offset_order():
     r = Replayer()
-    r.add_log([batch(0, add(1), add(2), remove(1), time=10), batch(3, add(3), time=20)])
+    r.add_log([batch(0, add(1), time=10), batch(1, add(2), time=10), batch(2, remove(1), time=10),
+               batch(3, add(3), time=20)])
     res = r.run()
     assert ids(res.state_at(0).certain) == {1}
     assert ids(res.state_at(1).certain) == {1, 2}
@@ -86,6 +87,34 @@ def test_records_apply_one_at_a_time_in_offset_order_also_inside_a_batch():
     life1 = next(x for x in res.lifetimes if x.acl_id == acl_id(1))
     assert (life1.valid_from_offset, life1.valid_to_offset, life1.ended_by) == (0, 2, Cause.RECORD)
     assert life1.from_exact and life1.to_exact
+
+
+def test_a_batch_is_published_whole_at_its_last_offset():
+    """Nodes apply a batch's records in order and publish the batch whole (a CreateAcls call is one atomic batch):
+    an offset inside the batch answers with the state before it, its changes are visible at its last offset."""
+    r = Replayer()
+    r.add_log([batch(0, add(9)), batch(1, add(1), add(2), remove(1), remove(9), add(3), time=20),
+               batch(6, BEGIN, add(4)), batch(8, add(5), END, NOOP), batch(11, NOOP)])
+    res = r.run()
+    for offset in range(0, 5):
+        assert ids(res.state_at(offset).certain) == {9}, offset
+    for offset in range(5, 10):  # the transaction's records become visible with the End's batch
+        assert ids(res.state_at(offset).certain) == {2, 3}, offset
+    assert ids(res.state_at(10).certain) == {2, 3, 4, 5}
+    assert res.anomalies == []
+    events = {(e.acl_id[-1], e.change.value): (e.offset, e.record_offset, e.cause.value) for e in res.events}
+    assert events[("1", "CREATE")] == (5, 1, "RECORD") and events[("9", "REMOVE")] == (5, 4, "RECORD")
+    assert events[("4", "CREATE")] == (10, 7, "TRANSACTION")
+    one = next(x for x in res.lifetimes if x.acl_id == acl_id(1))  # created and removed inside one batch
+    assert (one.valid_from_offset, one.valid_to_offset) == (5, 5)
+    assert all(acl_id(1) not in res.state_at(o).certain for o in range(12))
+
+
+def test_a_high_watermark_inside_a_batch_publishes_what_it_keeps():
+    r = Replayer(high_watermark=2)  # offsets 0 and 1 are kept
+    r.add_log([batch(0, add(1), add(2), add(3))])
+    res = r.run()
+    assert ids(res.state_at(0).certain) == set() and ids(res.state_at(1).certain) == {1, 2}
 
 
 def test_batches_arriving_out_of_order_are_sorted_by_offset():
@@ -112,7 +141,7 @@ def test_aborted_transaction_then_more_records_in_the_same_batch():
     r.add_log([batch(0, BEGIN, add(1, "User:carol"), ABORT, add(2, "User:dave"), NOOP)])
     res = r.run()
     assert ids(res.live_at_end()) == {2}
-    assert ids(res.state_at(3).certain) == {2}
+    assert ids(res.state_at(3).certain) == set() and ids(res.state_at(4).certain) == {2}  # the batch ends at 4
     assert all(e.acl_id != acl_id(1) for e in res.events)
 
 
@@ -142,7 +171,7 @@ def test_duplicate_id_replaces_and_is_reported():
     assert res.live_at_end()[acl_id(1)].principal == "User:b"
     lives = [x for x in res.lifetimes if x.acl_id == acl_id(1)]
     assert [(x.valid_from_offset, x.valid_to_offset, x.binding.principal) for x in lives] == [
-        (0, 2, "User:a"), (2, None, "User:b")]
+        (2, 2, "User:a"), (2, None, "User:b")]  # one batch: visible at its end
     assert lives[0].ended_by == Cause.REPLACE
 
 
@@ -167,7 +196,7 @@ def test_snapshot_agreeing_with_log_changes_nothing():
 
 def test_snapshot_that_disagrees_with_the_log_before_it_is_a_mismatch_and_loads_atomically():
     r = Replayer()
-    r.add_log([batch(0, add(1), add(2), NOOP), batch(3, add(4))])
+    r.add_log([batch(0, add(1)), batch(1, add(2)), batch(2, NOOP), batch(3, add(4))])
     r.add_snapshot(3, 1, snapshot_batches({1: binding(), 3: binding("User:x")}))
     res = r.run()
     assert kinds(res) == [ProblemKind.SNAPSHOT_MISMATCH]
@@ -217,7 +246,7 @@ def test_unbridged_gap_marks_everything_after_it_uncertain_until_an_exact_remove
 def test_history_that_starts_with_a_snapshot():
     r = Replayer()
     r.add_snapshot(50, 3, snapshot_batches({1: binding()}))
-    r.add_log([batch(50, remove(1), add(2))])
+    r.add_log([batch(50, remove(1)), batch(51, add(2))])
     res = r.run()
     one = next(x for x in res.lifetimes if x.acl_id == acl_id(1))
     assert (one.valid_from_min_offset, one.valid_from_offset, one.valid_to_offset) == (0, 49, 50)
@@ -303,7 +332,7 @@ def test_snapshot_with_any_decoder_problem_inside_is_not_loaded():
 def test_retention_hole_then_complete_log_then_snapshot():
     # offsets 0..1 known, 2..9 deleted by retention, 10..20 known, snapshot at 20 (end offset 21)
     r = Replayer()
-    r.add_log([batch(0, add(1), add(2)), batch(10, NOOP, NOOP, add(3, "User:c"), *[NOOP] * 8)])
+    r.add_log([batch(0, add(1), add(2)), batch(10, NOOP, NOOP, add(3, "User:c")), batch(13, *[NOOP] * 8)])
     r.add_snapshot(21, 1, snapshot_batches({1: binding(), 3: binding("User:c"), 4: binding("User:d")}))
     res = r.run()
     assert ProblemKind.SNAPSHOT_MISMATCH not in kinds(res)
@@ -327,7 +356,7 @@ def test_retention_hole_then_complete_log_then_snapshot():
 
 def test_log_that_contradicts_a_snapshot_after_a_hole_is_still_a_mismatch():
     r = Replayer()
-    r.add_log([batch(0, add(1)), batch(10, NOOP, add(2), *[NOOP] * 9)])  # hole 1..9; id 2 created at 11
+    r.add_log([batch(0, add(1)), batch(10, NOOP, add(2)), batch(12, *[NOOP] * 9)])  # hole 1..9; id 2 created at 11
     r.add_snapshot(21, 1, snapshot_batches({1: binding()}))  # says id 2 is not live at 20: the log says it is
     res = r.run()
     mismatch = [p for p in res.anomalies if p.kind == ProblemKind.SNAPSHOT_MISMATCH]
@@ -339,7 +368,7 @@ def test_log_that_contradicts_a_snapshot_after_a_hole_is_still_a_mismatch():
 
 def test_remove_of_an_id_created_in_a_hole_makes_the_history_incomplete_until_it():
     r = Replayer()
-    r.add_log([batch(0, add(1)), batch(5, NOOP, NOOP, remove(7), *[NOOP] * 6)])  # hole 1..4, stray remove at 7
+    r.add_log([batch(0, add(1)), batch(5, NOOP, NOOP, remove(7)), batch(8, *[NOOP] * 6)])  # hole 1..4, stray remove at 7
     r.add_snapshot(13, 1, snapshot_batches({1: binding()}))
     res = r.run()
     stray = next(p for p in res.anomalies if p.kind == ProblemKind.UNKNOWN_REMOVE)
@@ -406,7 +435,7 @@ def test_two_binary_copies_with_one_epoch_but_other_bytes_are_reported_as_damage
 
 def test_event_sequence_follows_application_order():
     r = Replayer()
-    r.add_log([batch(0, add(1, "User:a"), BEGIN, add(2), remove(2), add(1, "User:b"), END)])
+    r.add_log([batch(0, add(1, "User:a")), batch(1, BEGIN, add(2), remove(2), add(1, "User:b"), END)])
     res = r.run()
     order = [(e.offset, e.acl_id[-1], e.change.value, e.cause.value) for e in sorted(res.events, key=lambda e: e.seq)]
     assert order == [(0, "1", "CREATE", "RECORD"), (5, "2", "CREATE", "TRANSACTION"),
@@ -440,7 +469,7 @@ def test_transaction_begun_in_a_hole_and_aborted_after_it_drops_the_records_afte
 
 def test_a_begin_after_a_hole_means_no_transaction_was_open_before_it():
     r = Replayer()
-    r.add_log([batch(5, add(5), BEGIN, add(6), END)])
+    r.add_log([batch(5, add(5)), batch(6, BEGIN, add(6), END)])
     res = r.run()
     created = {e.acl_id: e.offset for e in res.events}
     assert created == {acl_id(5): 5, acl_id(6): 8}

@@ -8,14 +8,17 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 
 import pytest
 
+from replay import cli
 from replay.kafka.dump import replay_paths
 from replay.kafka.model import ProblemKind
 from replay.kafka.replayer import CoverageKind, ReplayResult
+from tests.harness.histories import BULK_PRINCIPAL, PROFILES
 from tests.harness.itrun import KafkaRun
 
 pytestmark = pytest.mark.kafka
@@ -117,3 +120,37 @@ def test_oldest_segment_removed_still_replays_and_reports_the_gap(kafka_run: Kaf
         state = result.state_at(cp["as_of_offset"])
         if state.exact:
             assert frozenset(state.certain.values()) == cp["acls"], cp["label"]
+
+
+def test_a_bulk_create_and_delete_are_published_whole(kafka_run: KafkaRun, capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """Kafka writes a CreateAcls call of thousands of bindings as one atomic batch, and the DeleteAcls that removes
+    them as another: an offset inside either answers with what describeAcls said before the call, and says so; the
+    batch's last offset answers with what it said after (DESIGN.md §2)."""
+    profile = PROFILES.get(kafka_run.profile)
+    if profile is None or not profile.bulk:
+        pytest.skip(f"the {kafka_run.profile!r} history (KRAFT_IT_PROFILE) makes no bulk call; the default does")
+    checkpoints = {cp["label"]: cp for cp in kafka_run.checkpoints}
+    result = replay_paths([str(kafka_run.metadata_dir)])
+    for change, before, after in (("CREATE", "bulk-before", "bulk-created"), ("REMOVE", "bulk-created", "bulk-deleted")):
+        events = [e for e in result.events if e.binding.principal == BULK_PRINCIPAL and e.change.value == change]
+        assert len(events) == profile.bulk, change
+        records = sorted(e.record_offset for e in events if e.record_offset is not None)
+        first, end = records[0], {e.offset for e in events}.pop()
+        assert {e.offset for e in events} == {end} and records == list(range(first, end + 1)), change  # one batch
+        assert checkpoints[before]["as_of_offset"] < first and end <= checkpoints[after]["as_of_offset"]
+        for offset in (first, (first + end) // 2, end - 1):
+            state = result.state_at(offset)
+            assert frozenset(state.certain.values()) == checkpoints[before]["acls"], (change, offset)
+            assert state.unpublished is not None and state.exact
+            assert (state.unpublished.first_record, state.unpublished.visible_at, state.unpublished.changes,
+                    state.unpublished.state_offset) == (first, end, profile.bulk, first - 1)
+        state = result.state_at(end)
+        assert frozenset(state.certain.values()) == checkpoints[after]["acls"] and state.unpublished is None
+
+    # the command line says so too
+    assert cli.main(["acls", str(kafka_run.metadata_dir), "--as-of-offset", str(first + 7)], io.StringIO()) == 0
+    note = capsys.readouterr().err
+    assert (f"note: offset {first + 7} lies inside an atomic batch: its {profile.bulk} ACL change(s) logged from "
+            f"offset {first} become visible together at {end}; the answer is the state a node published, as of "
+            f"{first - 1}") in note, note

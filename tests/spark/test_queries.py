@@ -37,7 +37,9 @@ def reference() -> Any:
 
 def _offsets(reference: Any) -> list[int]:
     last = reference.last_offset
-    return sorted({0, 100, 162, 163, 170, 177, 178, 250, last, last + 5})
+    inside = sorted({e.record_offset for e in reference.events if e.record_offset is not None
+                     and e.record_offset < e.offset})  # inside a CreateAcls / DeleteAcls batch
+    return sorted({0, 100, 162, 163, 170, 177, 178, 250, last, last + 5, *inside[:2]})
 
 
 def test_sql_state_at_and_coverage_at_equal_the_reference(spark: Any, lake: Any, reference: Any) -> None:
@@ -49,6 +51,9 @@ def test_sql_state_at_and_coverage_at_equal_the_reference(spark: Any, lake: Any,
         (cov,) = spark.sql(f"SELECT * FROM acl_coverage_at('{CLUSTER}', {offset})").collect()
         assert (cov.as_of_offset, cov.covered, cov.complete, cov.exact, cov.certain_acls, cov.uncertain_acls) == (
             offset, want.covered, want.complete, want.exact, len(want.certain), len(want.uncertain)), offset
+        held = want.unpublished  # the offset lies inside a batch: the answer is the state before it, and says so
+        assert (cov.state_as_of_offset, cov.note) == ((held.state_offset, held.sentence()) if held else (offset, None))
+    assert any(reference.state_at(o).unpublished for o in _offsets(reference)), "no offset inside a batch asked"
     # inside the hole the answer says it is not exact, and why
     (hole,) = spark.sql(f"SELECT * FROM acl_coverage_at('{CLUSTER}', 100)").collect()
     assert not hole.covered and not hole.exact
@@ -151,3 +156,29 @@ def test_question_values_are_parameter_markers(spark: Any) -> None:
     assert df.first().asDict() == values
     assert dict(df.dtypes)["at"] == "bigint" and dict(df.dtypes)["users"] == "array<string>"
     assert spark.conf.get(BIND_IN_ANALYZER, None) == before
+
+
+def test_an_offset_inside_a_batch_answers_as_of_before_it_and_says_so(
+        spark: Any, lake: Any, reference: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 16 item 2: the sample's CreateAcls calls are batches of several records; an offset inside one answers
+    with the state before the batch, on the command line and from Python, and says so."""
+    import io
+    import json
+
+    from replay import cli
+    from replay.spark.queries import state_at, unpublished
+
+    at = min(e.record_offset for e in reference.events if e.record_offset is not None and e.record_offset < e.offset)
+    held = reference.state_at(at).unpublished
+    assert held is not None and unpublished(lake, CLUSTER, at) == held
+    assert state_at(lake, CLUSTER, offset=at).certain == reference.state_at(held.state_offset).certain
+    assert unpublished(lake, CLUSTER, held.visible_at) is None
+
+    out = io.StringIO()
+    assert cli.main(["acls", "--lake", lake.location, "--lake-cluster", CLUSTER, "--as-of-offset", str(at),
+                     "--output", "json"], out) == 0
+    assert json.loads(out.getvalue())["insideAtomicUnit"] == held.meta()
+    assert f"note: {held.sentence()}" in capsys.readouterr().err
+    assert cli.main(["audit", "what-can", "--lake", lake.location, "--lake-cluster", CLUSTER, "--principal",
+                     "User:alice", "--as-of-offset", str(at)], io.StringIO()) == 0
+    assert f"note: {held.sentence()}" in capsys.readouterr().err
