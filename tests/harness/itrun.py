@@ -21,7 +21,10 @@ from tests.harness.histories import generate, read_checkpoints, write_ops
 
 # Small snapshots and segments so that a few hundred Admin calls leave several of each: a snapshot after 8 KiB of
 # records or after one second, whichever comes first (both kinds happen in a run; see KafkaRun.snapshot_triggers).
-IT_CONFIG = BrokerConfig(snapshot_bytes=8192, snapshot_interval_ms=SHORT_SNAPSHOT_INTERVAL_MS, segment_bytes=16384)
+# A segment must hold the largest batch: the default history's bulk CreateAcls of 3,000 bindings is one batch of
+# 186 KB (with 16 KiB segments the controller stopped on RecordBatchTooLargeException).
+IT_CONFIG = BrokerConfig(snapshot_bytes=8192, snapshot_interval_ms=SHORT_SNAPSHOT_INTERVAL_MS,
+                         segment_bytes=256 * 1024)
 BOOTSTRAP_SNAPSHOT = "00000000000000000000-0000000000.checkpoint"
 # The integration tests' default run (tests/kafka_it/conftest.py; KRAFT_IT_PROFILE / KRAFT_IT_SEED override them).
 DEFAULT_PROFILE = "large"

@@ -45,7 +45,8 @@ def test_broker_started_and_stopped_cleanly(kafka_run: KafkaRun) -> None:
 def test_history_ran_without_errors(kafka_run: KafkaRun) -> None:
     s = kafka_run.summary
     assert s["errors"] == 0
-    assert s["operations"] == PROFILES[kafka_run.profile].operations + 1  # and the SCRAM user (`itrun.SCRAM_USER`)
+    # and the SCRAM user (`itrun.SCRAM_USER`), and the bulk create and delete
+    assert s["operations"] == PROFILES[kafka_run.profile].operations + 1 + 2 * bool(PROFILES[kafka_run.profile].bulk)
     assert [op["user"] for op in kafka_run.op_log if op["op"] == "scram"] == ["harness-user"]
     assert s["checkpoints"] == sum(op["op"] == "checkpoint" for op in kafka_run.ops) == len(kafka_run.checkpoints)
     assert s["checkpoint_mismatches"] == 0

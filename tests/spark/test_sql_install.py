@@ -93,8 +93,10 @@ def _questions(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tupl
 
     def coverage(at: int) -> list[dict[str, Any]]:
         s = state_at(lake, c, offset=at)
+        held = s.unpublished  # inside a batch: the state before it, and a note that says so
         return [{"as_of_offset": at, "covered": s.covered, "complete": s.complete, "exact": s.exact,
-                 "certain_acls": len(s.certain), "uncertain_acls": len(s.uncertain)}]
+                 "certain_acls": len(s.certain), "uncertain_acls": len(s.uncertain),
+                 "state_as_of_offset": held.state_offset if held else at, "note": held.sentence() if held else None}]
 
     def changes() -> list[dict[str, Any]]:
         return [r.asDict() for r in changes_between(lake, c, -1, mid).select(
