@@ -444,7 +444,7 @@ class LogRuns:
         a CreateAcls call is one atomic batch), so at its batch's last offset, or at the last offset kept when a
         high watermark cuts the batch."""
         run = self._run_at(entry.offset)
-        last = entry.batch_last_offset if entry.batch_last_offset >= entry.offset else entry.offset
+        last = max(entry.batch_last_offset, entry.offset)
         return last if run is None else min(last, run[1])
 
     def unknown_between(self, after: int, before: int) -> bool:
