@@ -10,8 +10,7 @@ possible ALLOW with certain DENYs); a mix of an uncertain probe and an uncertain
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from replay.kafka.authorizer import HARDCODE_PROBE_NAME
 from replay.spark.authorize_decide import (
@@ -27,36 +26,18 @@ from replay.spark.authorize_decide import (
     WILDCARD_PRINCIPAL,
     AuthorizerSettings,
     LakeTables,
-    decide_keys,
-    empty_ids,
+    SqlSettings,
+    decide_sql,
+    history_sql,
 )
-from replay.spark.queries import certainly_live, live_or_maybe
-from replay.spark.rules import COV_COMPLETE
-from replay.spark.tables import ACL_FIELDS
+from replay.spark.rules import COV_COMPLETE, live_sql, run_sql
 
 BY_TYPE_KEY = ["cluster_id", "_p", "_h", "_op", "_rtype", "_at"]
 
-
-def _history(history: DataFrame) -> DataFrame:
-    return history.select(
-        "cluster_id", "acl_id", *ACL_FIELDS, "valid_from_offset", "valid_from_min_offset", "valid_to_offset",
-        "valid_to_min_offset",
-        F.col("resource_type").alias("_rtype"),
-        F.when(F.col("pattern_type") == "LITERAL", "L").otherwise("P").alias("_pk"),
-        F.col("resource_name").alias("_pn"),
-        (F.col("permission_type") == "ALLOW").alias("_allow"))
+_ACL_STRUCT = "ARRAY<STRUCT<k: STRING, n: STRING, allow: BOOLEAN, c: BOOLEAN, id: STRING>>"
 
 
-def _principals(p: Column) -> Column:
-    return F.array_distinct(F.array(p, F.lit(WILDCARD_PRINCIPAL)))
-
-
-def _live(at: str) -> tuple[Column, Column]:
-    """(certainly live, possibly or certainly live) at column `at` for an acl_history row."""
-    return certainly_live(at), live_or_maybe(at)
-
-
-def _bt_state_exprs(arr: str, state: str) -> dict[str, Column]:
+def _state_sql(arr: str, state: str) -> dict[str, str]:
     """The §2 steps 2-5 over the ACL array `arr` (structs k, n, allow, c, id) in one extreme state:
     `min` = certain ALLOWs + every possible DENY, `max` = every possible ALLOW + certain DENYs."""
     if state == "min":
@@ -68,81 +49,87 @@ def _bt_state_exprs(arr: str, state: str) -> dict[str, Column]:
     wd = f"filter({denies}, d -> d.k = 'L' AND d.n = '*')"
     wa = f"filter({allows}, a -> a.k = 'L' AND a.n = '*')"
     named = f"filter({allows}, a -> NOT (a.k = 'L' AND a.n = '*'))"
-    lit_dom = "filter({denies}, d -> d.k = 'L' AND d.n != '*' AND d.n = a.n AND a.k = 'L')"
-    pre_dom = "filter({denies}, d -> d.k = 'P' AND length(d.n) > 0 AND startswith(a.n, d.n))"
-    dominated = (f"(size({lit_dom.format(denies=denies)}) > 0 OR size({pre_dom.format(denies=denies)}) > 0)")
+    lit_dom = f"filter({denies}, d -> d.k = 'L' AND d.n != '*' AND d.n = a.n AND a.k = 'L')"
+    pre_dom = f"filter({denies}, d -> d.k = 'P' AND length(d.n) > 0 AND startswith(a.n, d.n))"
+    dominated = f"(size({lit_dom}) > 0 OR size({pre_dom}) > 0)"
     free = f"filter({named}, a -> NOT {dominated})"
     # the DENYs that dominate: the literal ones, else the shortest dominating prefix (as the reference reports)
-    shortest = (f"filter({pre_dom.format(denies=denies)}, p -> length(p.n) = "
-                f"array_min(transform({pre_dom.format(denies=denies)}, q -> length(q.n))))")
+    shortest = f"filter({pre_dom}, p -> length(p.n) = array_min(transform({pre_dom}, q -> length(q.n))))"
     dominators = (f"array_sort(array_distinct(flatten(transform({named}, a -> transform(CASE WHEN "
-                  f"size({lit_dom.format(denies=denies)}) > 0 THEN {lit_dom.format(denies=denies)} "
-                  f"ELSE {shortest} END, z -> z.id)))))")
+                  f"size({lit_dom}) > 0 THEN {lit_dom} ELSE {shortest} END, z -> z.id)))))")
     allowed = f"(size({wd}) = 0 AND (size({wa}) > 0 OR size({free}) > 0))"
     ids = (f"CASE WHEN size({wd}) > 0 THEN array_sort(transform({wd}, z -> z.id)) "
            f"WHEN size({wa}) > 0 THEN array_sort(transform({wa}, z -> z.id)) "
            f"WHEN size({free}) > 0 THEN array_sort(array_distinct(transform({free}, z -> z.id))) "
            f"ELSE {dominators} END")
-    return {"allowed": F.expr(allowed), "wildcard_deny": F.expr(f"size({wd}) > 0"), "ids": F.expr(ids)}
+    return {"allowed": allowed, "wildcard_deny": f"(size({wd}) > 0)", "ids": ids}
+
+
+def decide_by_type_sql(keys: str, hist: str, coverage: str, settings: SqlSettings) -> str:
+    """The by-type decision for every distinct key of `keys` (`BY_TYPE_KEY` columns) over `hist` (acl_history) and
+    `coverage` (log_coverage): the key columns plus `decision`, `certain`, `reason`, `deciding_acl_ids`,
+    `uncertain_acl_ids`, `coverage`, `error` (module docstring; spec §2). One text for the DataFrame API and the
+    SQL table functions, as `decide_sql`."""
+    k = ", ".join(BY_TYPE_KEY)
+    kk = ", ".join(f"k.{c}" for c in BY_TYPE_KEY)
+    on = " AND ".join(f"p.{c} = a.{c}" for c in BY_TYPE_KEY)
+    certain, maybe = live_sql("k._at", "h")
+    probe = decide_sql(f"(SELECT {k}, '{HARDCODE_PROBE_NAME}' AS _name FROM _bt_k)", hist, coverage, settings)
+    # Kafka's acls(filter) turns every stored ACL of the cluster into an AclBinding before walking them; ACLs with
+    # an ANY code (only a raw log can hold one) make it throw. Few by nature: a join on the cluster.
+    unbindable = ("(h.resource_type = 'ANY' OR h.pattern_type IN ('ANY', 'MATCH') OR h.operation = 'ANY' "
+                  "OR h.permission_type = 'ANY')")
+    lo, hi = _state_sql("_acls", "min"), _state_sql("_acls", "max")
+    probe_allowed = f"(_pr_certain AND _pr_decision = '{ALLOWED}')"
+    probe_denied = f"(_pr_certain AND _pr_decision = '{DENIED}')"
+    ub_c, ub_u = "coalesce(size(_ub_c), 0) > 0", "coalesce(size(_ub_u), 0) > 0"
+    known = f"_pr_coverage = '{COV_COMPLETE}'"
+    return f"""WITH
+_bt_k AS (SELECT DISTINCT {k} FROM {keys}),
+_bt_p AS (SELECT {k}, decision AS _pr_decision, certain AS _pr_certain, reason AS _pr_reason,
+            deciding_acl_ids AS _pr_deciding, uncertain_acl_ids AS _pr_uncertain, coverage AS _pr_coverage
+          FROM ({probe})),
+_bt_h AS (SELECT * FROM ({history_sql(hist)}) WHERE pattern_type IN ('LITERAL', 'PREFIXED')),
+_bt_a AS (
+  SELECT {kk}, collect_list(named_struct('k', h._pk, 'n', h._pn, 'allow', h._allow, 'c', {certain}, 'id', h.acl_id))
+    AS _acls
+  FROM (SELECT {k}, explode(array_distinct(array(_p, '{WILDCARD_PRINCIPAL}'))) AS _pp FROM _bt_k) k
+  JOIN _bt_h h ON k.cluster_id = h.cluster_id AND k._rtype = h._rtype AND k._pp = h.principal
+  WHERE {maybe} AND (h.host = '*' OR h.host = k._h) AND (h.operation = 'ALL' OR h.operation = k._op)
+  GROUP BY {kk}),
+_bt_u AS (
+  SELECT k.cluster_id, k._at, array_sort(collect_set(CASE WHEN {certain} THEN h.acl_id END)) AS _ub_c,
+    array_sort(collect_set(CASE WHEN NOT {certain} THEN h.acl_id END)) AS _ub_u
+  FROM (SELECT DISTINCT cluster_id, _at FROM _bt_k) k JOIN {hist} h ON k.cluster_id = h.cluster_id
+  WHERE {unbindable} AND {maybe} GROUP BY k.cluster_id, k._at),
+_bt_d AS (
+  SELECT p.*, coalesce(a._acls, CAST(array() AS {_ACL_STRUCT})) AS _acls, u._ub_c, u._ub_u
+  FROM _bt_p p LEFT JOIN _bt_a a ON {on} LEFT JOIN _bt_u u ON p.cluster_id = u.cluster_id AND p._at = u._at),
+_bt_f AS (
+  SELECT *, {probe_allowed} AS _pa, {probe_denied} AND {ub_c} AS _throws,
+    {probe_denied} AND NOT {hi["allowed"]} AND ({known} OR {hi["wildcard_deny"]}) AND NOT {ub_u} AS _cd,
+    {known} AND {lo["allowed"]} AND NOT {ub_c} AND NOT {ub_u} AS _ca
+  FROM _bt_d),
+_bt_g AS (
+  SELECT *, CASE WHEN _pa THEN '{ALLOWED}' WHEN _throws THEN '{ERROR}' WHEN _ca THEN '{ALLOWED}'
+                 WHEN _cd THEN '{DENIED}' ELSE '{UNKNOWN}' END AS decision
+  FROM _bt_f)
+SELECT {k}, decision, decision != '{UNKNOWN}' AS certain,
+  CASE WHEN _pa THEN _pr_reason WHEN _throws THEN '{R_KAFKA_ERROR}' WHEN _ca THEN '{R_ALLOW}'
+       WHEN _cd AND {hi["wildcard_deny"]} THEN '{R_DENY}' WHEN _cd THEN '{R_NO_MATCH}' ELSE '{R_UNCERTAIN}' END
+    AS reason,
+  CASE WHEN _pa THEN _pr_deciding WHEN _throws THEN _ub_c WHEN _ca THEN {lo["ids"]} WHEN _cd THEN {hi["ids"]}
+       ELSE array_sort(array_distinct(concat(transform(_acls, z -> z.id), _pr_deciding))) END AS deciding_acl_ids,
+  CASE WHEN _pa THEN _pr_uncertain ELSE array_sort(array_distinct(concat(
+    transform(filter(_acls, x -> NOT x.c), z -> z.id), _pr_uncertain, coalesce(_ub_u, CAST(array() AS ARRAY<STRING>)))))
+    END AS uncertain_acl_ids,
+  _pr_coverage AS coverage,
+  CASE WHEN _throws THEN concat('Kafka throws IllegalArgumentException in authorizeByResourceType: stored ACL(s) '
+    'with an ANY code cannot become an AclBinding: ', array_join(_ub_c, ', ')) END AS error
+FROM _bt_g"""
 
 
 def decide_by_resource_type(keys: DataFrame, tables: LakeTables, settings: AuthorizerSettings) -> DataFrame:
-    """Decide distinct by-type keys (`BY_TYPE_KEY`); spec §2."""
-    keys = keys.select(*BY_TYPE_KEY).distinct()
-    probe = (decide_keys(keys.withColumn("_name", F.lit(HARDCODE_PROBE_NAME)), tables, settings)
-             .select(*BY_TYPE_KEY, *[F.col(c).alias("_pr_" + c) for c in
-                                 ("decision", "certain", "reason", "deciding_acl_ids", "uncertain_acl_ids",
-                                  "coverage")]))
-    hist = _history(tables.history).where(F.col("pattern_type").isin("LITERAL", "PREFIXED"))
-    k = keys.select(*BY_TYPE_KEY, F.explode(_principals(F.col("_p"))).alias("_pp"))
-    j = k.join(hist.withColumnRenamed("principal", "_pp"), ["cluster_id", "_rtype", "_pp"])
-    certain, maybe = _live("_at")
-    j = j.where(maybe & ((F.col("host") == "*") | (F.col("host") == F.col("_h")))
-                & ((F.col("operation") == "ALL") | (F.col("operation") == F.col("_op"))))
-    acls = j.groupBy(*BY_TYPE_KEY).agg(F.collect_list(F.struct(
-        F.col("_pk").alias("k"), F.col("_pn").alias("n"), F.col("_allow").alias("allow"), certain.alias("c"),
-        F.col("acl_id").alias("id"))).alias("_acls"))
-    d = probe.join(acls, BY_TYPE_KEY, "left").withColumn(
-        "_acls", F.coalesce(F.col("_acls"), F.array().cast(
-            "array<struct<k:string,n:string,allow:boolean,c:boolean,id:string>>")))
-    # Kafka's acls(filter) turns every stored ACL of the cluster into an AclBinding before walking them; ACLs with
-    # an ANY code (only a raw log can hold one) make it throw. Few by nature: a join on the cluster.
-    unbindable = (_history(tables.history)
-                  .where((F.col("resource_type") == "ANY") | F.col("pattern_type").isin("ANY", "MATCH")
-                         | (F.col("operation") == "ANY") | (F.col("permission_type") == "ANY"))
-                  .drop("_rtype"))
-    ub = (keys.select("cluster_id", "_at").distinct().join(unbindable, "cluster_id").where(maybe)
-          .groupBy("cluster_id", "_at").agg(F.array_sort(F.collect_set(F.when(certain, F.col("acl_id")))).alias("_ub_c"),
-                                            F.array_sort(F.collect_set(F.when(~certain, F.col("acl_id")))).alias("_ub_u")))
-    d = d.join(ub, ["cluster_id", "_at"], "left")
-    ub_c = F.coalesce(F.size("_ub_c"), F.lit(0)) > 0
-    ub_u = F.coalesce(F.size("_ub_u"), F.lit(0)) > 0
-    lo = _bt_state_exprs("_acls", "min")
-    hi = _bt_state_exprs("_acls", "max")
-    known = F.col("_pr_coverage") == COV_COMPLETE
-    probe_allowed = F.col("_pr_certain") & (F.col("_pr_decision") == ALLOWED)
-    probe_denied = F.col("_pr_certain") & (F.col("_pr_decision") == DENIED)
-    throws = probe_denied & ub_c
-    # with unknown ACLs possible, only a certainly live wildcard DENY decides (it also denies the probe)
-    certain_denied = probe_denied & ~hi["allowed"] & (known | hi["wildcard_deny"]) & ~ub_u
-    certain_allowed = known & lo["allowed"] & ~ub_c & ~ub_u
-    decision = (F.when(probe_allowed, ALLOWED).when(throws, ERROR).when(certain_allowed, ALLOWED)
-                .when(certain_denied, DENIED).otherwise(UNKNOWN))
-    reason = (F.when(probe_allowed, F.col("_pr_reason")).when(throws, R_KAFKA_ERROR).when(certain_allowed, R_ALLOW)
-              .when(certain_denied & hi["wildcard_deny"], R_DENY).when(certain_denied, R_NO_MATCH)
-              .otherwise(R_UNCERTAIN))
-    uncertain_ids = F.expr("array_sort(transform(filter(_acls, x -> NOT x.c), z -> z.id))")
-    all_ids = F.expr("array_sort(transform(_acls, z -> z.id))")
-    deciding = (F.when(probe_allowed, F.col("_pr_deciding_acl_ids")).when(throws, F.col("_ub_c"))
-                .when(certain_allowed, lo["ids"]).when(certain_denied, hi["ids"])
-                .otherwise(F.array_sort(F.array_distinct(F.concat(all_ids, F.col("_pr_deciding_acl_ids"))))))
-    uncertain = F.when(probe_allowed, F.col("_pr_uncertain_acl_ids")).otherwise(
-        F.array_sort(F.array_distinct(F.concat(uncertain_ids, F.col("_pr_uncertain_acl_ids"),
-                                               F.coalesce(F.col("_ub_u"), empty_ids())))))
-    error = F.when(throws, F.concat(F.lit("Kafka throws IllegalArgumentException in authorizeByResourceType: "
-                                          "stored ACL(s) with an ANY code cannot become an AclBinding: "),
-                                    F.array_join(F.col("_ub_c"), ", ")))
-    return d.select(*BY_TYPE_KEY, decision.alias("decision"), (decision != UNKNOWN).alias("certain"),
-                    reason.alias("reason"), deciding.alias("deciding_acl_ids"), uncertain.alias("uncertain_acl_ids"),
-                    F.col("_pr_coverage").alias("coverage"), error.alias("error"))
-
+    """Decide distinct by-type keys (`BY_TYPE_KEY`); spec §2. Runs `decide_by_type_sql`."""
+    return run_sql(keys.sparkSession, decide_by_type_sql("{keys}", "{hist}", "{cov}", SqlSettings.of_markers()),
+                   settings.params(), keys=keys.select(*BY_TYPE_KEY), hist=tables.history, cov=tables.coverage)
