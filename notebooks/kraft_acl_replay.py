@@ -198,6 +198,7 @@ print("\n".join(render_acls(state.certain, "kafka-acls", state.uncertain, state.
 # MAGIC | `acl_access_changes(cluster, from_offset, to_offset, super_users, allow_everyone)` | the access gained and lost |
 # MAGIC | `acl_timeline(cluster, principal, resource_type, resource_name, operation, super_users, allow_everyone)` | decision intervals of a principal (resource NULL) or of a resource (principal NULL) |
 # MAGIC | `acl_risky_grants(cluster, at_offset, allow_everyone)` | risky ACLs (over all history when `at_offset` is NULL) |
+# MAGIC | `acl_could_call(cluster, principal, host, api, at_offset, topics => ..., groups => ..., kafka_version => ...)`, `acl_could_call_at_time(..., ts, ...)` | could the principal call the Kafka API (`OffsetFetch`, `InitProducerId`, ...) then: every check that Kafka version makes, its decision, and the call's outcome |
 # MAGIC
 # MAGIC It also puts the widget values and the broker settings into SQL session variables (`kr_cluster`, `kr_offset`,
 # MAGIC `kr_time`, `kr_to_offset`, `kr_super_users`, `kr_allow_everyone`, `kr_history_table`, `kr_history_version`),
@@ -211,10 +212,12 @@ from pathlib import Path
 
 from replay.kafka.samples import broker_settings
 from replay.spark.audits import register_audit_functions
+from replay.spark.authorize_api_sql import register_api_functions
 from replay.spark.queries import register_sql_functions
 
 lake.name_tables()  # SELECT * FROM anomalies, acl_history, ... name the lake's tables
-print("SQL functions:", ", ".join(register_sql_functions(lake) + register_audit_functions(spark, lake)))
+print("SQL functions:", ", ".join(register_sql_functions(lake) + register_audit_functions(spark, lake)
+                                  + register_api_functions(spark, lake)))
 
 # The broker's super.users and allow.everyone.if.no.acl.found change answers: read them from the dump's
 # server.properties when it is there (set them here otherwise).

@@ -418,12 +418,14 @@ def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.audits import register_audit_functions
+    from replay.spark.authorize_api_sql import register_api_functions
     from replay.spark.queries import register_sql_functions
 
     lake = _lake(args)
     lake.name_tables()
     register_sql_functions(lake)
     register_audit_functions(lake.spark, lake)
+    register_api_functions(lake.spark, lake)
     df = lake.spark.sql(args.query)
     _renderer(args, out).rows([r.asDict(recursive=True) for r in df.collect()], getattr(df, "columns", None))
     return EXIT_OK

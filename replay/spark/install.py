@@ -2,7 +2,7 @@
 warehouse, a BI tool or any Spark session can call them without this package.
 
 The functions are the same definitions the Python session registers as temporary ones (`queries.state_functions`,
-`audits.audit_functions`), in plain SQL (no Python function), each with a COMMENT. A directory lake's functions read
+`audits.audit_functions`, `authorize_api_sql.api_functions`), in plain SQL (no Python function), each with a COMMENT. A directory lake's functions read
 its tables by path (`` delta.`/lake/acl_history` ``) from the schema given; a catalog lake's land in its own schema.
 """
 
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from replay.spark.audits import audit_functions
+from replay.spark.authorize_api_sql import api_functions
 from replay.spark.queries import state_functions
 from replay.spark.rules import INCOMPLETE, LOG, MISSING, SNAPSHOT, known_end_sql, live_sql
 from replay.spark.sqlddl import SqlFunction, SqlView
@@ -20,7 +21,7 @@ from replay.spark.tables import ACL_FIELDS, ALL_TABLES, Lake, quote_ident
 
 
 def lake_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
-    return [*state_functions(table_ref), *audit_functions(table_ref)]
+    return [*state_functions(table_ref), *audit_functions(table_ref), *api_functions(table_ref)]
 
 
 def lake_views(table_ref: Callable[[str], str]) -> list[SqlView]:

@@ -242,7 +242,7 @@ def negative_offset_check(at: str) -> tuple[str, str]:
     return (f"{at} < 0", f"concat('offset ', {at}, ' is negative: offsets of __cluster_metadata start at 0')")
 
 
-def _before_history(at: str, ts: str) -> tuple[str, str]:
+def before_history_check(at: str, ts: str) -> tuple[str, str]:
     return (f"{at} IS NULL", f"concat('no record of cluster \\'', cluster, '\\' is at or before ', "
             f"CAST(CAST({ts} AS TIMESTAMP) AS STRING), ': what was live before its known history is unknown')")
 
@@ -295,7 +295,7 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
 
     # a time before the cluster's known history has no offset
     time_offset = f", ({offset_at_time_sql(times, 'cluster', ts_ms, '_at')}) ta"
-    time_checks = [UNKNOWN_CLUSTER_CHECK, _before_history("ta._at", "ts")]
+    time_checks = [UNKNOWN_CLUSTER_CHECK, before_history_check("ta._at", "ts")]
     cov_at_time = at_time.rstrip() + ", " + coverage_sql("a.at", ", a").replace("WITH v AS", "v AS", 1)
     return [
         SqlFunction("acl_state_at", "cluster STRING, at_offset BIGINT", returns,

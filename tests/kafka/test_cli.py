@@ -462,6 +462,7 @@ def test_building_the_parser_imports_no_spark() -> None:
 def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     """Stand-ins for the lake and the replay.spark modules the commands call; returns the calls made."""
     calls: dict[str, list[Any]] = {"replay_lake": [], "sql": [], "audit": [], "sql_functions": [], "ingest": [],
+                                   "api_functions": [],
                                    "name_tables": [], "audits": [], "changes": [], "authorize": [],
                                    "unpublished": []}
 
@@ -510,6 +511,10 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         calls["sql_functions"].append(lk)
         return ["acl_state_at"]
 
+    def register_api_functions(spark: Any, lk: Any) -> list[str]:
+        calls["api_functions"].append((spark, lk))
+        return ["acl_could_call"]
+
     def audit(name: str, rows: Any) -> Callable[..., Any]:
         def run_audit(spark: Any, lk: Any, cluster: str, *args: Any, **kw: Any) -> Any:
             calls["audits"].append((name, cluster, args, kw))
@@ -536,6 +541,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
            unpublished=unpublished)
     module("authorize", authorize_one=authorize_one,
            render_decision=lambda result, fmt: [f"{result['principal']}: certainly {result['decision']}"])
+    module("authorize_api_sql", register_api_functions=register_api_functions)
     module("ingest", ingest=ingest, IngestError=IngestError, StrictIngestError=StrictIngestError)
     calls["lake"] = [lake]
     return calls
@@ -554,6 +560,7 @@ def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
     code, out, _ = run(["sql", "--lake", "/tmp/lake", "SELECT * FROM acl_risky_grants('prod', 10)"], capsys)
     lake = fake_spark["lake"][0]
     assert code == 0 and fake_spark["sql_functions"] == [lake] and fake_spark["audit"] == [(lake.spark, lake)]
+    assert fake_spark["api_functions"] == [(lake.spark, lake)]
     assert fake_spark["sql"] == ["SELECT * FROM acl_risky_grants('prod', 10)"] and out == "(none)\n"
     assert fake_spark["name_tables"] == [True]  # the lake's tables are named too
 

@@ -219,3 +219,56 @@ def test_the_python_api_asks_about_an_api_call(api_lake: Any) -> None:
     assert got["outcome"] == "ALLOWED" and [c["operation"] for c in got["checks"]] == ["DESCRIBE", "DESCRIBE"]
     found = cluster.which_apis(MEMBER, HOST, group=["g"])
     assert {a["api"]: a["outcome"] for a in found["apis"]}["JoinGroup"] == "ALLOWED"
+
+
+def test_the_sql_function_answers_like_the_reference(spark: Any, api_lake: Any, reference: Any) -> None:
+    """`acl_could_call` (plain SQL, for a warehouse): the seeds' calls at the versions before and after each KIP give
+    the reference's checks, decisions, deciding ACLs, outcome and error; `acl_could_call_at_time` maps a time to the
+    offset; a question that cannot be asked is an error that says why."""
+    from replay.spark.authorize_api_sql import register_api_functions
+
+    assert register_api_functions(spark, api_lake) == ["acl_could_call", "acl_could_call_at_time"]
+    late = FIRST_END + 2
+    seen = set()
+    for principal, api, resources, versions in QUESTIONS:
+        for version in versions[:2]:  # each seed's versions before and after its KIP
+            for at in ((FIRST_END,) if api == "OffsetFetch" else (late,)):
+                args = ", ".join(f"{k} => array({', '.join(repr(x) for x in v)})" for k, v in
+                                 (("groups", resources.get("group")), ("topics", resources.get("topics"))) if v)
+                rows = spark.sql(f"SELECT * FROM acl_could_call('{CLUSTER}', '{principal}', '{HOST}', '{api}', {at}, "
+                                 f"kafka_version => '{version}'{', ' + args if args else ''})").collect()
+                want = could_call(authorizer_at(reference, at), api, principal, HOST, kafka_version=version,
+                                  **resources)
+                what = f"{api} by {principal} at Kafka {version} as of {at}"
+                assert {(r["outcome"], r["error"], tuple(r["denied"]), r["as_of_offset"]) for r in rows} == {
+                    (want.outcome, want.error, tuple(f"{t}:{n}" for t, n in want.denied), at)}, what
+                assert [(r["check_number"], r["resource_type"], r["resource_name"], r["operation"], r["decision"],
+                         r["deciding_acl_ids"]) for r in rows] == [
+                    (n, c.resource_type, c.resource_name, c.operation, c.result, sorted(c.explanation.acl_ids))
+                    for n, c in enumerate(want.checks, 1)], what
+                assert all(r["via"] and all(" ALLOW " in v for v in r["via"]) for r in rows if r["decision"] ==
+                           "ALLOWED"), what
+                seen.add((api, version, at, want.outcome))
+    assert {("OffsetFetch", "0.11", FIRST_END, "DENIED"), ("OffsetFetch", "1.0", FIRST_END, "ALLOWED"),
+            ("InitProducerId", "2.7", late, "DENIED"), ("InitProducerId", "2.8", late, "ALLOWED"),
+            ("Fetch", LATEST_KAFKA, late, "PARTIAL")} <= seen, seen
+
+    # a time maps to the last offset at or before it (the second batch was appended at 2000 ms)
+    rows = spark.sql(f"SELECT as_of_offset, outcome FROM acl_could_call_at_time('{CLUSTER}', '{READER}', '{HOST}', "
+                     "'OffsetFetch', TIMESTAMP_MILLIS(1500), groups => array('g'))").collect()
+    assert {(r["as_of_offset"], r["outcome"]) for r in rows} == {(FIRST_END, "ALLOWED")}
+    # an API without an authorization check: one row, allowed, no check
+    rows = spark.sql(f"SELECT * FROM acl_could_call('{CLUSTER}', '{READER}', '{HOST}', 'ApiVersions', {late})").collect()
+    assert [(r["outcome"], r["check_number"], r["resource_type"]) for r in rows] == [("ALLOWED", None, None)]
+
+    # (every reason a call cannot be asked is held to Kafka's engine in test_api_sql)
+    for call, message in [
+        ("'OffsetFetch', 3", "OffsetFetch needs a group to evaluate its checks"),
+        ("'Produce', -1", "is negative"),
+    ]:
+        with pytest.raises(Exception, match=message):
+            spark.sql(f"SELECT * FROM acl_could_call('{CLUSTER}', '{READER}', '{HOST}', {call})").collect()
+    with pytest.raises(Exception, match="not a client address as Java renders it"):
+        spark.sql(f"SELECT * FROM acl_could_call('{CLUSTER}', '{READER}', '::1', 'Produce', 3)").collect()
+    with pytest.raises(Exception, match="has no replayed history"):
+        spark.sql(f"SELECT * FROM acl_could_call('nope', '{READER}', '{HOST}', 'Produce', 3)").collect()

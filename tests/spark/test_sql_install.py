@@ -58,9 +58,9 @@ def test_printed_ddl_is_plain_persistent_sql(tmp_path: Path) -> None:
     out = io.StringIO()
     assert cli.main(["install-sql", "--lake", str(tmp_path / "lake"), "--schema", "kr", "--print"], out) == 0
     ddl = out.getvalue()
-    assert ddl.count("CREATE OR REPLACE FUNCTION `kr`.") == 11 and ddl.count("CREATE OR REPLACE VIEW `kr`.") == 3
+    assert ddl.count("CREATE OR REPLACE FUNCTION `kr`.") == 13 and ddl.count("CREATE OR REPLACE VIEW `kr`.") == 3
     assert "TEMPORARY" not in ddl and "kraft_replay" not in ddl and "{{" not in ddl
-    assert ddl.count("COMMENT '") == 14
+    assert ddl.count("COMMENT '") == 16
     assert f"delta.`{tmp_path / 'lake'}/acl_history`" in ddl
     err = io.StringIO()
     assert cli.main(["install-sql", "--lake", str(tmp_path / "lake"), "--print"], err) == 2  # no schema: usage
@@ -113,6 +113,18 @@ def _questions(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tupl
                 for a in audits.audit_changes(spark, lake, c, mid, end)["acls"]]
 
     rtype, name = resource
+    api, args, named = {"TOPIC": ("Fetch", f", topics => array('{name}')", {"topics": [name]}),
+                        "GROUP": ("JoinGroup", f", groups => array('{name}')", {"group": [name]})
+                        }.get(rtype, ("DescribeAcls", "", {}))
+
+    def could_call() -> list[dict[str, Any]]:
+        from replay.spark.authorize_api import authorize_api
+
+        d = authorize_api(spark, lake, c, principal, "10.0.0.1", api, offset=end, **named)
+        return [{"outcome": d["outcome"], "error": d["error"], "check_number": n, "resource_type": k["resourceType"],
+                 "resource_name": k["resourceName"], "operation": k["operation"], "decision": k["decision"]}
+                for n, k in enumerate(d["checks"], 1)]
+
     t_mid = time_of_offset(lake, c, mid)
     at_time = f"timestamp_millis({t_mid})"
     mid_by_time = offset_at_time(lake, c, t_mid) or 0
@@ -134,6 +146,8 @@ def _questions(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tupl
         f"SELECT * FROM kr.acl_risky_grants('{c}', {end})":
             lambda: audits.audit_risky_grants(spark, lake, c, offset=end),
         f"SELECT * FROM kr.acl_current WHERE cluster_id = '{c}'": current,
+        ("SELECT outcome, error, check_number, resource_type, resource_name, operation, decision FROM "
+         f"kr.acl_could_call('{c}', '{principal}', '10.0.0.1', '{api}', {end}{args})"): could_call,
     }
 
 
@@ -162,8 +176,8 @@ def test_installed_functions_answer_like_the_python_api_without_the_package(
     done = subprocess.run([sys.executable, "-c", INSTALL_BOTH, sample_lake.location, *tables], env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "installed 11 functions and 3 views in kr over " in done.stdout
-    assert "installed 11 functions and 3 views in `spark_catalog`.`lk` over spark_catalog.lk" in done.stdout
+    assert "installed 13 functions and 3 views in kr over " in done.stdout
+    assert "installed 13 functions and 3 views in `spark_catalog`.`lk` over spark_catalog.lk" in done.stdout
 
     errors = {"SELECT * FROM kr.acl_state_at('no-such-cluster', 3)": "has no replayed history in the lake",
               f"SELECT * FROM kr.acl_coverage_at('{c}', -1)": "offset -1 is negative",
