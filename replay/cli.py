@@ -426,8 +426,14 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     register_sql_functions(lake)
     register_audit_functions(lake.spark, lake)
     register_api_functions(lake.spark, lake)
-    df = lake.spark.sql(args.query)
-    _renderer(args, out).rows([r.asDict(recursive=True) for r in df.collect()], getattr(df, "columns", None))
+    from pyspark.errors import PySparkException
+
+    try:
+        df = lake.spark.sql(args.query)
+        rows = [r.asDict(recursive=True) for r in df.collect()]
+    except PySparkException as err:  # the query's own mistake (or a function's raised error): what Spark said
+        raise QuestionError(f"the query failed: {str(err).split(chr(10) + 'JVM stacktrace:')[0].strip()}") from err
+    _renderer(args, out).rows(rows, getattr(df, "columns", None))
     return EXIT_OK
 
 

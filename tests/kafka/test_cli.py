@@ -468,6 +468,10 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
 
     def sql(query: str) -> Any:
         calls["sql"].append(query)
+        if "raise_error" in query:
+            from pyspark.errors import AnalysisException
+
+            raise AnalysisException(message="[USER_RAISED_EXCEPTION] host ::1 is not a client address")
         if "rows" in query:
             return types.SimpleNamespace(collect=lambda: [Row(n=1, name="a,b")], columns=["n", "name"])
         return types.SimpleNamespace(collect=lambda: [])
@@ -563,6 +567,14 @@ def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
     assert fake_spark["api_functions"] == [(lake.spark, lake)]
     assert fake_spark["sql"] == ["SELECT * FROM acl_risky_grants('prod', 10)"] and out == "(none)\n"
     assert fake_spark["name_tables"] == [True]  # the lake's tables are named too
+
+
+def test_a_failing_query_is_one_line_and_exit_2(fake_spark: dict[str, list[Any]],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pyspark")
+    code, out, err = run(["sql", "--lake", "/tmp/lake", "SELECT raise_error('x')"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == ("error: the query failed: [USER_RAISED_EXCEPTION] host ::1 is not a client address")
 
 
 def test_ingest_error_is_a_message_not_a_traceback(fake_spark: dict[str, list[Any]],

@@ -142,3 +142,25 @@ def test_outcomes_follow_the_answers_as_kafka_does(spark: Any, calls: list[dict[
         assert list(r["hidden"]) == [f"{t}:{x}" for t, x in d.hidden], (n, d)
     assert len(rows) == sum(max(1, len(want[n].checks)) for n in want)
     assert all(outcomes.get(o, 0) >= 5 for o in ("ALLOWED", "DENIED", "PARTIAL", apis.UNKNOWN, "ERROR")), outcomes
+
+
+def test_the_functions_fit_the_analyzers_pass_limit_with_room(spark: Any) -> None:
+    """A SQL function's body is analysed as a whole in at most `spark.sql.analyzer.maxIterations` passes (100 by
+    default, and a warehouse user cannot raise it); the longest chain of dependent steps sets how many it needs.
+    Created here with 85, so a change that makes them deeper fails here, not in a warehouse."""
+    from replay.spark.authorize_api_sql import api_functions
+    from replay.spark.tables import VISIBLE_SCHEMAS
+
+    for name, schema in VISIBLE_SCHEMAS.items():
+        spark.createDataFrame([], schema).createOrReplaceTempView(f"_empty_{name}")
+    before = spark.conf.get("spark.sql.analyzer.maxIterations")
+    spark.conf.set("spark.sql.analyzer.maxIterations", "85")
+    functions = api_functions(lambda table: f"_empty_{table}")
+    try:
+        for f in functions:
+            spark.sql(f.create())
+        assert spark.sql("SHOW USER FUNCTIONS LIKE 'acl_could_call*'").count() == 2
+    finally:
+        spark.conf.set("spark.sql.analyzer.maxIterations", before)
+        for f in functions:  # temporary functions over empty tables: none of this session's lakes
+            spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS {f.name}")
