@@ -574,7 +574,7 @@ def test_a_failing_query_is_one_line_and_exit_2(fake_spark: dict[str, list[Any]]
     pytest.importorskip("pyspark")
     code, out, err = run(["sql", "--lake", "/tmp/lake", "SELECT raise_error('x')"], capsys)
     assert code == 2 and out == ""
-    assert err.strip() == ("error: the query failed: [USER_RAISED_EXCEPTION] host ::1 is not a client address")
+    assert err.strip() == ("kraft-replay: the query failed: [USER_RAISED_EXCEPTION] host ::1 is not a client address")
 
 
 def test_ingest_error_is_a_message_not_a_traceback(fake_spark: dict[str, list[Any]],
