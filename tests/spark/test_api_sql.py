@@ -16,7 +16,8 @@ from replay.kafka.authorizer import Explanation
 from replay.spark.authorize_api_sql import CALL_COLUMNS, calls_sql, catalog_sql, expand_sql
 from replay.spark.rules import run_sql
 
-pytestmark = pytest.mark.spark
+# no lake: in the other worker (tests/conftest.py), without adaptive execution
+pytestmark = [pytest.mark.spark, pytest.mark.spark_b, pytest.mark.usefixtures("without_aqe")]
 
 CALL_SCHEMA = T.StructType([
     T.StructField("_call", T.LongType()), T.StructField("cluster_id", T.StringType()),

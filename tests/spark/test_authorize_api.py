@@ -19,7 +19,8 @@ from replay.kafka.apis import LATEST_KAFKA, could_call
 from replay.kafka.authorizer import StandardAuthorizer
 from replay.kafka.dump import replay_paths
 
-pytestmark = pytest.mark.spark
+# their own lake and deep authorize plans: in the other worker (tests/conftest.py), without adaptive execution
+pytestmark = [pytest.mark.spark, pytest.mark.spark_b, pytest.mark.usefixtures("without_aqe")]
 
 CLUSTER = "apis"
 HOST = "10.0.0.1"
