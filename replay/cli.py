@@ -417,6 +417,8 @@ def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
+    from pyspark.errors import PySparkException
+
     from replay.spark.audits import register_audit_functions
     from replay.spark.authorize_api_sql import register_api_functions
     from replay.spark.queries import register_sql_functions
@@ -426,8 +428,6 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     register_sql_functions(lake)
     register_audit_functions(lake.spark, lake)
     register_api_functions(lake.spark, lake)
-    from pyspark.errors import PySparkException
-
     try:
         df = lake.spark.sql(args.query)
         rows = [r.asDict(recursive=True) for r in df.collect()]

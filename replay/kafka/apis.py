@@ -410,7 +410,9 @@ _BY_NAME: dict[str, ApiSpec] = {}
 for _a in APIS:
     _BY_NAME[_a.name] = _a
     _BY_NAME[_a.name.replace("_", "")] = _a
-_BY_NAME["ELECT_PREFERRED_LEADERS"] = _BY_NAME["ELECTPREFERREDLEADERS"] = API_BY_KEY[43]
+API_ALIASES = {"ELECT_PREFERRED_LEADERS": 43}  # older names `api` still answers to
+for _alias, _key in API_ALIASES.items():
+    _BY_NAME[_alias] = _BY_NAME[_alias.replace("_", "")] = API_BY_KEY[_key]
 
 
 def api(which: int | str | ApiSpec) -> ApiSpec:
@@ -467,14 +469,14 @@ class ApiDecision:
         return self.outcome == ALLOWED
 
 
-_ARG_WORDS = {ARG_TOPICS: "topics", ARG_GROUP: "a group", ARG_TXN: "a transactional id", ARG_TOKEN: "a delegation token id",
+ARG_WORDS = {ARG_TOPICS: "topics", ARG_GROUP: "a group", ARG_TXN: "a transactional id", ARG_TOKEN: "a delegation token id",
               ARG_OWNER: "a token owner"}
 
 
 def _names(arg: str, values: Mapping[str, Sequence[str]], spec: ApiSpec) -> Sequence[str]:
     names = values.get(arg)
     if names is None:
-        raise ValueError(f"{spec.pascal} needs {_ARG_WORDS.get(arg, arg)} to evaluate its checks")
+        raise ValueError(f"{spec.pascal} needs {ARG_WORDS.get(arg, arg)} to evaluate its checks")
     return names
 
 

@@ -54,9 +54,6 @@ _REQ = f"STRUCT<i: INT, error: STRING, filters: BOOLEAN, per_topic: BOOLEAN, alt
 _IMPLIED = "STRUCT<o: INT, c: STRING, f: ARRAY<STRING>, a: ARRAY<STRING>, g: ARRAY<STRING>>"
 _QUESTION = "STRUCT<i: INT, j: INT, rt: STRING, name: STRING, op: STRING, arg: STRING>"
 _STRINGS = "CAST(array() AS ARRAY<STRING>)"
-_ARG_WORDS = {apis.ARG_TOPICS: "topics", apis.ARG_GROUP: "a group", apis.ARG_TXN: "a transactional id",
-              apis.ARG_TOKEN: "a delegation token id", apis.ARG_OWNER: "a token owner"}
-
 
 # ---- the catalog as data ------------------------------------------------------------------------------------------
 
@@ -79,11 +76,8 @@ def _version(version: str | None) -> str:
 def _lookup_names(spec: apis.ApiSpec) -> list[str]:
     """The spellings `apis.api` accepts, upper case without underscores (`OFFSETFETCH`)."""
     names = [spec.name.replace("_", "")]
-    names += [alias.replace("_", "") for alias, found in _ALIASES.items() if found == spec.key]
+    names += [alias.replace("_", "") for alias, key in apis.API_ALIASES.items() if key == spec.key]
     return names
-
-
-_ALIASES = {"ELECT_PREFERRED_LEADERS": 43}  # an older name `apis.api` still answers to
 
 
 def _alt_sql(j: int, c: apis.Check) -> str:
@@ -164,7 +158,7 @@ def _problem_sql() -> str:
     unknown = "filter(_given, x -> NOT array_contains(" + known + ", x))"
     missing = (f"try_element_at(filter(_reqs, r -> r.primary IS NOT NULL AND r.pv IS NULL "
                f"AND r.primary != '{apis.ARG_TOPICS}' AND NOT r.filters), 1).primary")
-    words = ", ".join(f"'{a}', '{w}'" for a, w in _ARG_WORDS.items())
+    words = ", ".join(f"'{a}', '{w}'" for a, w in apis.ARG_WORDS.items())
     return f"""CASE
   WHEN _key IS NULL THEN concat('unknown Kafka API ', coalesce(_api, 'NULL'))
   WHEN _kver IS NULL THEN concat('not a Kafka version: ', coalesce(_kv, 'NULL'))

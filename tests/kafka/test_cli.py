@@ -571,7 +571,6 @@ def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
 
 def test_a_failing_query_is_one_line_and_exit_2(fake_spark: dict[str, list[Any]],
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("pyspark")
     code, out, err = run(["sql", "--lake", "/tmp/lake", "SELECT raise_error('x')"], capsys)
     assert code == 2 and out == ""
     assert err.strip() == ("kraft-replay: the query failed: [USER_RAISED_EXCEPTION] host ::1 is not a client address")
