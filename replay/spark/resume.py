@@ -38,7 +38,15 @@ from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
 from replay.spark.ordered import with_missing
-from replay.spark.tables import REPLAY_ID, REPLAY_STATE, STATE_SCHEMA, VISIBLE_SCHEMAS, Lake, sql_string
+from replay.spark.tables import (
+    REPLAY_ID,
+    REPLAY_STATE,
+    STATE_SCHEMA,
+    VISIBLE_SCHEMAS,
+    WRITE_OPTIONS,
+    Lake,
+    sql_string,
+)
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
                   "marker_position", "gap_end", "hole_since_marker"]
@@ -371,7 +379,7 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
 def write_replacing(lake: Lake, name: str, df: DataFrame, predicate: str, user_metadata: str) -> None:
     """Replace the rows matching `predicate` in table `name` by `df`, in one Delta commit."""
     writer = (df.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-              .option("userMetadata", user_metadata))
+              .option("userMetadata", user_metadata).options(**WRITE_OPTIONS))
     path = lake.table_path(name)
     if path is None:
         writer.saveAsTable(lake.table_ref(name))

@@ -37,6 +37,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from replay.maven import DELTA_JVM_VERSION, delta_jars
+from replay.spark.tables import PARQUET_CODEC
 
 log = logging.getLogger("replay.spark")
 
@@ -157,6 +158,10 @@ def local_conf(master: str, app_name: str, memory: str | None) -> dict[str, str]
         # caller in error messages, and tells the JVM each time: a warm replay of a sample made 30,651 JVM calls and
         # took 43.4 s with it, 11,122 calls and 37.2 s without (cProfile, 2026-11-26)
         "spark.python.sql.dataFrameDebugging.enabled": "false",
+        # the lake's codec (`tables.PARQUET_CODEC`) for the writes that take no writer option (MERGE, DELETE), and
+        # timestamps as 64-bit micros rather than INT96: a third of the bytes under zstd on the benchmark log
+        "spark.sql.parquet.compression.codec": PARQUET_CODEC,
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
     if master.startswith("local"):
         # Spark's defaults (200 shuffle partitions, 50 for Delta's log replay) are made for big clusters: on a few

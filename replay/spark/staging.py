@@ -59,9 +59,10 @@ class Stages:
             if path is None:
                 df.write.format("delta").mode("overwrite").saveAsTable(self._ref(name))
                 out = spark.read.table(self._ref(name))
-            else:  # plain Parquet: written once, read by this replay only, so Delta's log would be pure cost
-                df.write.mode("overwrite").parquet(path)
-                out = spark.read.parquet(path)
+            else:  # plain Parquet: written once, read by this replay only, so Delta's log would be pure cost, and
+                # snappy: speed over size. Read with the schema it was written with (no job to infer it again).
+                df.write.mode("overwrite").option("compression", "snappy").parquet(path)
+                out = spark.read.schema(df.schema).parquet(path)
         self.written.append(name)
         log.debug("replay stage %s: %.1fs", name, time.monotonic() - started)
         return out
