@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from replay.kafka.dump import ProblemSummary
-from replay.spark import findings, resume
+from replay.spark import feed, findings, resume
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
@@ -55,6 +55,8 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
     if todo:
         with safe_unions(lake.spark):
             written = _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
+    with step(lake.spark, "replay: feed"):  # after the switch, and for every cluster: a replay that died after its
+        feed.append_feed(lake, clusters)      # switch left its changes unfed, and this one feeds them
     unchanged = [c for c in clusters if c not in todo]
     return TableCounts(lake, list(REPLAY_SCHEMAS), clusters, written, unchanged)
 

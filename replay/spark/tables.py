@@ -53,8 +53,9 @@ LOG_COVERAGE = "log_coverage"
 ANOMALIES = "anomalies"
 OFFSET_TIMES = "offset_times"
 REPLAY_STATE = "replay_state"
+ACL_EVENT_FEED = "acl_event_feed"
 ALL_TABLES = (METADATA_RECORDS, QUARANTINE, ACL_EVENTS, ACL_HISTORY, LOG_COVERAGE, ANOMALIES, OFFSET_TIMES,
-              REPLAY_STATE)
+              REPLAY_STATE, ACL_EVENT_FEED)
 
 # What each table holds, as `DESCRIBE TABLE EXTENDED` shows it (every column carries its own comment too).
 TABLE_COMMENTS = {
@@ -72,6 +73,10 @@ TABLE_COMMENTS = {
                   "whose time is <= T).",
     REPLAY_STATE: "One row per cluster: the last replay's mode, status and the state an incremental replay "
                   "resumes from.",
+    ACL_EVENT_FEED: "Append-only feed of acl_events for downstream streams: after each replay, a PUBLISH row for "
+                    "every visible change not published before and a RETRACT row for every published change the "
+                    "replay no longer shows (a new dump changed it). Never rewritten: a Delta stream reads each "
+                    "row once.",
 }
 
 PARTITION_COLUMNS = ("cluster_id",)
@@ -284,12 +289,28 @@ STATE_SCHEMA = StructType([
     _f("hole_since_marker", BooleanType(), "resume state: whether a hole lies between that marker and resume_offset"),
 ])
 
+# The feed: an acl_events row (as readers see it) with what happened to it, when, by which replay, and its identity.
+FEED_SCHEMA = StructType([
+    _CLUSTER,
+    _f("action", StringType(), "PUBLISH (the change is visible from now on) or RETRACT (a published change the "
+       "latest replay no longer shows)", nullable=False),
+    _f("event_key", BinaryType(), "the change's identity: a digest of its columns other than seq (equal keys are "
+       "one change)", nullable=False),
+    _f("fed_by", StringType(), "the replay after which this row was appended", nullable=False),
+    _f("fed_at", TimestampType(), "when this row was appended (UTC)", nullable=False),
+    *[f for f in EVENTS_SCHEMA.fields if f.name != "cluster_id"],
+])
+
 SCHEMAS: dict[str, StructType] = {
     METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
     QUARANTINE: QUARANTINE_SCHEMA,
     **REPLAY_SCHEMAS,
     REPLAY_STATE: STATE_SCHEMA,
+    ACL_EVENT_FEED: FEED_SCHEMA,
 }
+
+# Properties some tables add to `TABLE_PROPERTIES`: the feed is only ever appended to, and Delta enforces it.
+EXTRA_PROPERTIES: dict[str, dict[str, str]] = {ACL_EVENT_FEED: {"delta.appendOnly": "true"}}
 
 _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _CATALOG_SCHEMA_RE = re.compile(rf"^{_IDENT}\.{_IDENT}$")
@@ -509,7 +530,8 @@ class Lake:
             with contextlib.suppress(Exception):
                 self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {self.schema_ref}")
         if not self.exists(name):
-            props = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in self.properties.items())
+            props = ", ".join(f"{sql_string(k)} = {sql_string(v)}"
+                              for k, v in {**self.properties, **EXTRA_PROPERTIES.get(name, {})}.items())
             parts = [c for c in PARTITION_COLUMNS if c in schema.fieldNames()]
             partitioned = f" PARTITIONED BY ({', '.join(quote_ident(c) for c in parts)})" if parts else ""
             try:

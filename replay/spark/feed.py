@@ -1,0 +1,80 @@
+"""The append-only feed of ACL changes (`acl_event_feed`) that downstream pipelines stream from.
+
+A replay replaces a cluster's rows in `acl_events` (a new dump can change earlier answers), so a Delta stream over
+that table stops at the next replay (Delta refuses a source whose files were rewritten) or, told to ignore that,
+sees every row again. The feed is what such a stream reads instead: after each replay, one append with a PUBLISH
+row for each change the replay shows that is not published yet, and a RETRACT row for each published change it no
+longer shows. A change is known by its identity (`event_key`: its columns other than `seq`, which a later replay
+may renumber), so a replay that changes nothing appends nothing, and a consumer that applies the rows in order
+(RETRACT before PUBLISH within one append) holds exactly the visible `acl_events`. The table is never rewritten
+(`delta.appendOnly`), so a stream reads each row once.
+
+If a replay dies after making its rows visible and before feeding them, the next replay of that cluster appends
+what is missing: the feed is always compared with what is visible, not with what the last replay changed.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from replay.spark.tables import (
+    ACL_EVENT_FEED,
+    ACL_EVENTS,
+    EVENTS_SCHEMA,
+    FEED_SCHEMA,
+    WRITE_OPTIONS,
+    Lake,
+)
+
+PUBLISH, RETRACT = "PUBLISH", "RETRACT"
+_IDENTITY = [f.name for f in EVENTS_SCHEMA.fields if f.name != "seq"]
+
+
+def event_key() -> Column:
+    """A change's identity: the first 16 bytes of the SHA-256 of its columns other than `seq`, as JSON."""
+    digest = F.sha2(F.to_json(F.struct(*[F.col(c) for c in _IDENTITY])), 256)
+    return F.unhex(F.substring(digest, 1, 32))
+
+
+def feed_rows(lake: Lake, clusters: list[str]) -> DataFrame:
+    """What to append for `clusters`: PUBLISH rows for the visible changes the feed does not hold as published,
+    RETRACT rows for those published that are not visible any more."""
+    cluster = F.col("cluster_id").isin(clusters)
+    shown = (lake.read(ACL_EVENTS).where(cluster).select(*[f.name for f in EVENTS_SCHEMA.fields])
+             .withColumn("event_key", event_key()))
+    fed = lake.read(ACL_EVENT_FEED).where(cluster)
+    net = (fed.groupBy("cluster_id", "event_key")
+           .agg(F.sum(F.when(F.col("action") == PUBLISH, 1).otherwise(-1)).alias("_n"),
+                F.max_by(F.struct(*[f.name for f in EVENTS_SCHEMA.fields if f.name != "cluster_id"]),
+                         F.when(F.col("action") == PUBLISH, F.col("fed_at"))).alias("_e"))
+           .where(F.col("_n") > 0))
+    publish = shown.join(net, ["cluster_id", "event_key"], "left_anti").withColumn("action", F.lit(PUBLISH))
+    retract = (net.join(shown, ["cluster_id", "event_key"], "left_anti")
+               .select("cluster_id", "event_key", "_e.*").withColumn("action", F.lit(RETRACT)))
+    visible = lake.visible_replays()
+    by = F.create_map(*[F.lit(x) for c in clusters for x in (c, visible.get(c) or "")])
+    rows = publish.unionByName(retract)
+    return rows.select(*[(F.element_at(by, F.col("cluster_id")) if f.name == "fed_by"
+                          else F.current_timestamp() if f.name == "fed_at"
+                          else F.col(f.name)).cast(f.dataType).alias(f.name) for f in FEED_SCHEMA.fields])
+
+
+def append_feed(lake: Lake, clusters: list[str]) -> None:
+    """Bring `acl_event_feed` up to date with the visible `acl_events` of `clusters` (see the module docstring).
+
+    A plain append (Delta checks no conflict for it, so replays of other clusters can feed at the same time), made
+    only when there is something to feed: a replay that changed nothing leaves no commit."""
+    lake.ensure(ACL_EVENT_FEED)
+    rows = feed_rows(lake, clusters)
+    if rows.isEmpty():
+        return
+    meta = json.dumps({"operation": "feed", "clusters": clusters})
+    writer = rows.write.format("delta").mode("append").option("userMetadata", meta).options(**WRITE_OPTIONS)
+    path = lake.table_path(ACL_EVENT_FEED)
+    if path is None:
+        writer.saveAsTable(lake.table_ref(ACL_EVENT_FEED))
+    else:
+        writer.save(path)
