@@ -349,6 +349,45 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_watch(args: argparse.Namespace, out: TextIO) -> int:
+    """Ingest dumps as they arrive in a directory (a Structured Streaming query), replaying what they touch."""
+    from replay.spark.watch import WatchedBatch, WatchError, watch
+
+    _warn_secrets(args, "stored in the lake")
+    if (args.lake_cluster is None) == (not args.cluster_from_path):
+        raise QuestionError("name the cluster (--lake-cluster NAME) or take it from the path (--cluster-from-path: "
+                            "ROOT/<cluster>/...), one of the two")
+    lake = _lake(args, create=True)
+    batches: list[WatchedBatch] = []
+    try:
+        query = watch(lake, args.root, cluster=args.lake_cluster, cluster_from_path=args.cluster_from_path,
+                      checkpoint=args.checkpoint, trigger=args.trigger, replay=not args.no_replay,
+                      show_secrets=args.show_secrets, high_watermark=args.high_watermark,
+                      progress=not args.no_progress, on_batch=batches.append)
+    except WatchError as err:
+        print(f"kraft-replay watch: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+    error = query.exception()
+    if error is not None:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        print(f"kraft-replay watch: the stream stopped: {first}", file=sys.stderr)
+        print("what was ingested stays; run the same command again to go on from its checkpoint", file=sys.stderr)
+        return EXIT_FAILED
+    rows = [{"batch": b.batch_id, "files": b.files, "clusters": ", ".join(sorted(b.ingested)),
+             "new_records": sum(b.ingested.values()), "ignored": b.ignored, "unplaced": len(b.unplaced),
+             "replayed": ", ".join(b.replayed)} for b in batches]
+    render = _renderer(args, out)
+    if render.fmt == "table" and not rows:
+        print("watch: no new files", file=out)
+    else:
+        render.rows(rows, ["batch", "files", "clusters", "new_records", "ignored", "unplaced", "replayed"])
+    return EXIT_OK
+
+
 def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
     """Bring a cluster's replay tables up to date with what the lake holds (after `ingest --no-replay`)."""
     counts, found = _replay(_lake(args), args.lake_cluster, args.high_watermark, full=args.full)
@@ -737,6 +776,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="store SCRAM credentials and password configs in the lake as the log holds them (by default "
                         "`payload_json` and `raw_value` hold a redaction marker in their place)")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("watch", parents=[output],
+                       help="ingest dumps as they arrive in a directory (Structured Streaming), replaying what they "
+                            "touch; --trigger available-now for a scheduled job")
+    p.add_argument("root", metavar="DIR", help="the directory dumps arrive in; any URI Spark reads")
+    _lake_options(p, cluster_required=False)
+    p.add_argument("--cluster-from-path", action="store_true",
+                   help="the first directory below DIR names the cluster (DIR/<cluster>/...) instead of --lake-cluster")
+    p.add_argument("--checkpoint", metavar="LOC",
+                   help="where the stream keeps what it has seen (default: beside a directory lake's tables; "
+                        "required with --catalog, e.g. a Volume path)")
+    p.add_argument("--trigger", default="available-now",
+                   help="available-now (everything new, then stop: for a scheduled job; the default) or an interval "
+                        "such as 30s or 5m (keep watching until interrupted)")
+    p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
+    p.add_argument("--no-replay", action="store_true", help="only ingest; replay later with `kraft-replay replay`")
+    p.add_argument("--no-progress", action="store_true", help="no status lines")
+    p.add_argument("--show-secrets", action="store_true",
+                   help="store SCRAM credentials and password configs as the log holds them (see ingest)")
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("replay", parents=[output],
                        help="bring a cluster's replay tables up to date with the lake (after ingest --no-replay); "

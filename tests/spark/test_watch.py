@@ -1,0 +1,135 @@
+"""Continuous ingestion (`kraft-replay watch`, issue 15 item 2): dumps of two clusters arriving day by day in a
+directory, picked up by a Structured Streaming query run as a scheduled job (available-now), give the lake one
+batch ingest of all of them gives; a query left running (a processing-time trigger) picks up a dump that arrives
+while it runs."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.kafka import synth
+
+pytestmark = [pytest.mark.spark, pytest.mark.spark_b]  # heavy: run in the other worker
+
+TABLES = ["metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
+# where a row was read from: two lakes that ingested the same dumps in another order may keep other copies' files
+WHERE = {"source_file", "file_position", "source", "ingest_id", "message", "text_section"}
+
+
+def rows(lake: Any, clusters: list[str]) -> dict[str, Counter[tuple[Any, ...]]]:
+    from pyspark.sql import functions as F
+
+    out = {}
+    for t in TABLES:
+        df = lake.read(t).where(F.col("cluster_id").isin(clusters))
+        out[t] = Counter(tuple(r) for r in df.select(*[c for c in df.columns if c not in WHERE]).collect())
+    return out
+
+
+def test_dumps_arriving_day_by_day_give_the_lake_of_one_batch_ingest(spark: Any, tmp_path: Path) -> None:
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+    from replay.spark.watch import WatchedBatch, watch
+
+    logs = {"c1": synth.generate(21, n_batches=50), "c2": synth.generate(22, n_batches=40)}
+    root = tmp_path / "arriving"
+    root.mkdir()
+    lake = Lake(spark, str(tmp_path / "lake"))
+    seen: list[WatchedBatch] = []
+
+    def run() -> list[WatchedBatch]:
+        before = len(seen)
+        query = watch(lake, str(root), cluster_from_path=True, progress=False, on_batch=seen.append)
+        query.awaitTermination()
+        assert query.exception() is None
+        return seen[before:]
+
+    days: dict[str, list[str]] = {c: [] for c in logs}
+    for k in range(3):
+        for c, log in logs.items():
+            cut = None if k == 2 else (k + 1) * log.end_offset // 3
+            d = root / c / f"day{k}"
+            synth.write_dump(log, str(d), synth.Layout(segment_every=12, max_offset=cut))
+            days[c].append(str(d))
+        (root / "c1" / f"day{k}" / "__cluster_metadata-0" / "00000000000000000000.index").write_bytes(b"\0" * 8)
+        if k == 1:
+            (root / "notes.txt").write_text("a file in no cluster's directory\n")
+        batches = run()
+        assert sum(b.files for b in batches) > 0
+        assert {c for b in batches for c in b.ingested} == {"c1", "c2"}, f"day {k}"
+        assert {c for b in batches for c in b.replayed} == {"c1", "c2"}
+        assert sum(b.ignored for b in batches) == 1  # the index file
+        assert sum(len(b.unplaced) for b in batches) == (1 if k == 1 else 0)
+    assert run() == []  # nothing new: no batch at all
+
+    batch = Lake(spark, str(tmp_path / "batch-lake"))
+    for c, dirs in days.items():
+        ingest(spark, dirs, cluster=c, lake=batch, progress=False)
+    replay_lake(batch, sorted(logs), progress=False)
+    got, want = rows(lake, sorted(logs)), rows(batch, sorted(logs))
+    for t in TABLES:
+        assert got[t] == want[t], t
+    assert got["acl_events"] and got["metadata_records"]
+
+
+def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import functions as F
+
+    from replay.spark.tables import Lake
+    from replay.spark.watch import watch
+
+    root = tmp_path / "arriving"
+    root.mkdir()
+    lake = Lake(spark, str(tmp_path / "lake"))
+    query = watch(lake, str(root), cluster="c3", trigger="1s", progress=False)
+    try:
+        assert query.isActive
+        log = synth.generate(23, n_batches=30)
+        staged = tmp_path / "staged"
+        synth.write_dump(log, str(staged))
+        staged.rename(root / "day0")  # arrives whole, as a rename
+        deadline = time.monotonic() + 180
+        events = 0
+        while time.monotonic() < deadline and not events:
+            time.sleep(2)
+            assert query.exception() is None
+            if lake.exists("acl_events"):
+                events = lake.read("acl_events").where(F.col("cluster_id") == "c3").count()
+        assert events > 0, "the running watch did not ingest and replay the dump within 180 s"
+        assert query.isActive  # it keeps watching
+    finally:
+        query.stop()
+    offsets = (lake.read("metadata_records").where((F.col("cluster_id") == "c3") & (F.col("stream") == "log"))
+               .select("offset").distinct().count())
+    assert offsets == log.end_offset  # every offset of the dump
+
+
+def test_triggers_clusters_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from replay import cli
+    from replay.spark.watch import WatchError, cluster_of, trigger_of
+
+    assert trigger_of("available-now") == {"availableNow": True}
+    assert trigger_of("30s") == {"processingTime": "30 seconds"}
+    assert trigger_of("5 minutes") == {"processingTime": "5 minutes"}
+    assert trigger_of("1h") == {"processingTime": "1 hours"}
+    with pytest.raises(WatchError, match=r"available-now .* or an interval such as 30s"):
+        trigger_of("every day")
+    assert cluster_of("file:/data/in/prod-eu/2026-11-27/__cluster_metadata-0/00000000000000000000.log",
+                      "/data/in") == "prod-eu"
+    assert cluster_of("file:///data/in/notes.txt", "/data/in") is None
+    assert cluster_of("s3a://bucket/in/prod-us/d1/x.log", "s3a://bucket/in") == "prod-us"
+    assert cluster_of("s3a://bucket/other/x.log", "s3a://bucket/in") is None
+    # before any Spark: a watch must know where each file's cluster comes from
+    capsys.readouterr()
+    code = cli.main(["watch", str(tmp_path), "--lake", str(tmp_path / "lake")], io.StringIO())
+    assert code == cli.EXIT_USAGE and "--lake-cluster NAME" in capsys.readouterr().err
+    code = cli.main(["watch", str(tmp_path), "--lake-cluster", "c", "--cluster-from-path"], io.StringIO())
+    assert code == cli.EXIT_USAGE
