@@ -26,14 +26,47 @@
 # MAGIC | `compare_to` | the second moment for "what changed"; empty: the end of known history |
 # MAGIC | `resource` | `TYPE:name` for "who could access", e.g. `TOPIC:payments`; empty: the topic with most ACLs then |
 # MAGIC | `principal` | whose access timeline to plot, e.g. `User:alice`; empty: the principal named by most ACLs |
+# MAGIC | `wheel` | a `kraft_acl_replay` wheel (or a directory holding one) to `%pip install` first: serverless compute, or the bundle's job (`databricks.yml`) |
 
 # COMMAND ----------
 
 # DBTITLE 1,Make the replay package importable
-# Installed as a wheel (cluster library or %pip) it simply imports. From a checkout of the repository (a Databricks
-# Git folder, or locally) the repository root is the parent of this notebook's directory.
+# Installed as a wheel (cluster library or %pip) it simply imports. On serverless compute the `wheel` widget (a
+# wheel file, or the directory holding it: the bundle's job passes its dist/) is installed with %pip, which also
+# makes it importable on the executors. From a checkout of the repository (a Databricks Git folder, or locally) the
+# repository root is the parent of this notebook's directory.
+import glob
 import os
 import sys
+
+
+def _wheel_to_install() -> str:
+    """The `wheel` widget (on Databricks) or KRAFT_REPLAY_WHEEL: a wheel file, or the newest in a directory."""
+    handle = globals().get("dbutils")
+    if handle is not None:
+        handle.widgets.text("wheel", "", "Wheel to %pip install (file or directory)")
+        wanted = handle.widgets.get("wheel").strip()
+    else:
+        wanted = os.environ.get("KRAFT_REPLAY_WHEEL", "").strip()
+    if wanted and not os.path.exists(wanted) and os.path.exists("/Workspace" + wanted):
+        wanted = "/Workspace" + wanted  # a workspace path as the bundle names it
+    if wanted and os.path.isdir(wanted):
+        found = sorted(glob.glob(os.path.join(wanted, "kraft_acl_replay-*.whl")), key=os.path.getmtime)
+        if not found:
+            raise FileNotFoundError(f"no kraft_acl_replay-*.whl in {wanted}: build one with "
+                                    "`pip wheel --no-deps -w dist .` (the bundle's deploy does)")
+        wanted = found[-1]
+    return wanted
+
+
+_wheel = _wheel_to_install()
+if _wheel:
+    if "get_ipython" in globals():
+        get_ipython().run_line_magic("pip", f"install --quiet {_wheel}")  # noqa: F821 - %pip, with a variable
+    else:
+        import subprocess
+
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", _wheel])
 
 try:
     import replay  # noqa: F401
