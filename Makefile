@@ -30,10 +30,10 @@ export HYPOTHESIS_PROFILE ?= ci
 
 # Two processes (pytest-xdist): the Spark tests in one, the broker's in one, the rest spread (tests/conftest.py).
 test: setup
-	$(PYTHON) -m pytest --durations=25 -n 2 --dist loadgroup
+	$(PYTHON) -m pytest --durations=25 -n 3 --dist loadgroup
 
 test-fast: setup
-	$(PYTHON) -m pytest --durations=25 -n 2 --dist loadgroup -m '$(FAST)'
+	$(PYTHON) -m pytest --durations=25 -n 3 --dist loadgroup -m '$(FAST)'
 
 lint: $(STAMP)
 	ruff check replay tests bench

@@ -1,14 +1,14 @@
-"""Hypothesis profiles and how `make test` splits the suite over two processes.
+"""Hypothesis profiles and how `make test` splits the suite over three processes.
 
 `make test` runs `HYPOTHESIS_PROFILE=ci` (set in the Makefile): the same examples every run, so a landing never
 depends on the seed; a developer's run explores new random examples each time (the default).
 
-Under pytest-xdist (`-n 2 --dist loadgroup`, as the Makefile runs it) every test that needs the Spark session runs
+Under pytest-xdist (`-n 3 --dist loadgroup`, as the Makefile runs it) every test that needs the Spark session runs
 in one worker and every test of the Kafka broker run in one worker (each is a session fixture that costs minutes to
-build); the rest is spread over both. The Spark tests alone took 37-40 of CI's minutes, so the heaviest few (mark
-`spark_b`) run in the other worker with a Spark session of their own, started there as soon as the run begins
+build); the rest is spread over the others. The Spark tests alone took 37-40 of CI's minutes, so the heaviest
+(mark `spark_b`) run in a second worker with a Spark session of their own, started there as soon as the run begins
 (`tests/scheduling.py`); on two cores the Spark tests leave a fifth to a third of the CPU idle (planning runs on one
-thread, the driver waits on small jobs), which the other worker fills.
+thread, the driver waits on small jobs, subprocesses start JVMs), which the third worker fills with the rest.
 """
 
 from __future__ import annotations

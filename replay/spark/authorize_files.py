@@ -81,8 +81,10 @@ def read_avro(spark: SparkSession, path: str, schema: T.StructType | None = None
     files = spark.read.format("binaryFile")
     if os.path.isdir(path):
         files = files.option("pathGlobFilter", "*.avro").option("recursiveFileLookup", "true")
-    raw = files.load(path).select("content")
-    raw = raw.repartition(max(1, raw.rdd.getNumPartitions()))
+    loaded = files.load(path)
+    # one task per file (the source packs small files into one partition); the file list, not `.rdd`, which
+    # Spark Connect and serverless compute do not have
+    raw = loaded.select("content").repartition(max(1, len(loaded.inputFiles())))
     return raw.mapInArrow(_avro_decoder(schema), schema)
 
 

@@ -14,6 +14,7 @@ Texts may pass through PySpark's formatter, so a literal brace in them is double
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -22,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from replay.kafka.replayer import CoverageKind
 from replay.spark.sqlddl import plain
+from replay.spark.tables import sql_string
 
 # log_coverage kinds: the replayer's three, and the Spark replay's `incomplete` (ACLs no dump recorded may have been
 # live there)
@@ -64,8 +66,32 @@ def run_sql(spark: SparkSession, text: str, args: Mapping[str, Any] | None = Non
         text = plain(text)
     if not args:
         return spark.sql(text, None, **frames)
+    if frames and _is_connect(spark):  # Spark Connect drops the values of a query that also names DataFrames
+        return spark.sql(_inlined(text, args), None, **frames)
     with _markers_bound(spark):
         return spark.sql(text, dict(args), **frames)
+
+
+def _is_connect(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return f"array({', '.join(_literal(v) for v in value)})"
+    return sql_string(str(value))
+
+
+def _inlined(text: str, args: Mapping[str, Any]) -> str:
+    """`text` with each marker `:name` replaced by its value as a literal (strings quoted as `sql_string` does)."""
+    return re.sub(r"(?<![:\w]):([A-Za-z_]\w*)\b",
+                  lambda m: _literal(args[m.group(1)]) if m.group(1) in args else m.group(0), text)
 
 
 def markers(values: Mapping[str, Any]) -> dict[str, str]:

@@ -13,7 +13,7 @@ import pytest
 
 from replay.kafka import synth
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_b]  # minutes of replays: the other Spark worker
 
 # an event as readers see it, without `seq` (a later replay may renumber the same change)
 IDENTITY = ["cluster_id", "offset", "offset_min", "exact", "time", "acl_id", "change", "cause", "record_offset",

@@ -13,7 +13,7 @@ import pytest
 from replay.kafka import synth
 from tests.spark.test_incremental_replay import full_replay_rows, table_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_b]  # minutes of replays: the other Spark worker
 
 TABLES = ["acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
 

@@ -1,0 +1,156 @@
+"""Serverless-style (issue 15 item 1): the commands run as a Spark Connect client (`SPARK_REMOTE`), against a
+Spark Connect server started from the pyspark install with the Delta jars on 127.0.0.1, as serverless compute and
+standard access-mode clusters run them (no SparkContext, no `.rdd`, no JVM in the client). The ingest and replay
+over Connect write the tables a local-mode run writes; every question (acls, SQL functions, audits, one
+authorization, batch authorization from CSV, JSON lines, Parquet, Avro and Delta, an API question) gives over
+Connect the answer the same command gives in local mode on the same lake."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from connect_server import ConnectServer  # type: ignore[import-not-found]
+from spark_dumps import SAMPLES
+
+pytestmark = [pytest.mark.spark, pytest.mark.second_jvm]
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = next(s for s in SAMPLES if s.name == "small-snapshots")
+TABLES = ["metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ConnectServer]:
+    with ConnectServer(memory="1g") as s:
+        yield s
+
+
+def over_connect(server: ConnectServer, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`kraft-replay ARGV` as a Spark Connect client process."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["SPARK_REMOTE"] = server.url
+    return subprocess.run([sys.executable, "-m", "replay.cli", *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def in_local_mode(*argv: str) -> tuple[int, str]:
+    """The same command in this process, on the local-mode session of the test run."""
+    from replay import cli
+
+    out = io.StringIO()
+    return cli.main(list(argv), out), out.getvalue()
+
+
+def rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ...]]]:
+    from pyspark.sql import functions as F
+
+    out = {}
+    for t in TABLES:
+        df = lake.read(t).where(F.col("cluster_id") == cluster)
+        out[t] = Counter(tuple(r) for r in df.select(*[c for c in df.columns if c != "ingest_id"]).collect())
+    return out
+
+
+def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sample_lake: Any, server: ConnectServer,
+                                                                 tmp_path: Path) -> None:
+    import fastavro
+
+    from replay.spark.tables import Lake
+
+    lake_dir = str(tmp_path / "lake")
+    cluster = SAMPLE.name
+    done = over_connect(server, "ingest", str(SAMPLE), "--lake-cluster", cluster, "--lake", lake_dir,
+                        "--no-progress", "--output", "json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Spark: Spark Connect session" in done.stderr
+    assert json.loads(done.stdout)["replayed"]["acl_events"] > 0
+
+    # the tables: as the local-mode ingest and replay of the same sample wrote them
+    connect_lake = Lake(spark, lake_dir)
+    assert rows(connect_lake, cluster) == rows(sample_lake, cluster)
+
+    # the questions: the same answer over Connect as in local mode, on the lake written over Connect
+    lake = ["--lake", lake_dir, "--lake-cluster", cluster]
+    requests = [{"principal": "User:svc-payments", "host": "10.0.0.2", "operation": "WRITE",
+                 "resource_type": "TOPIC", "resource_name": "clicks", "offset": 150},
+                {"principal": "User:bob", "host": "10.0.0.9", "operation": "DESCRIBE", "resource_type": "TOPIC",
+                 "resource_name": "a", "offset": 150},
+                {"principal": "User:carol", "host": "127.0.0.1", "operation": "CREATE", "resource_type": "TOPIC",
+                 "resource_name": "new-topic", "offset": 60}]
+    files = {"csv": tmp_path / "req.csv", "json": tmp_path / "req.jsonl", "avro": tmp_path / "req.avro",
+             "parquet": tmp_path / "req.parquet", "delta": tmp_path / "req-delta"}
+    files["csv"].write_text(",".join(requests[0]) + "\n" + "".join(",".join(str(r[k]) for k in r) + "\n"
+                                                                  for r in requests))
+    files["json"].write_text("".join(json.dumps(r) + "\n" for r in requests))
+    with open(files["avro"], "wb") as f:
+        fastavro.writer(f, {"type": "record", "name": "Req", "fields": [
+            {"name": k, "type": "long" if k == "offset" else "string"} for k in requests[0]]}, requests)
+    frame = spark.createDataFrame(requests)
+    frame.write.parquet(str(files["parquet"]))
+    frame.write.format("delta").save(str(files["delta"]))
+
+    questions = [
+        ["acls", *lake, "--as-of-offset", "150", "--output", "json"],
+        ["sql", "--lake", lake_dir, "--output", "json",
+         f"SELECT principal, operation, resource_name FROM acl_state_at('{cluster}', 150) ORDER BY ALL"],
+        ["sql", "--lake", lake_dir, "--output", "json", f"SELECT * FROM acl_coverage_at('{cluster}', 150)"],
+        ["audit", "who-can", *lake, "--as-of-offset", "150", "--operation", "DESCRIBE", "--topic", "clicks",
+         "--output", "json"],
+        ["audit", "risky", *lake, "--as-of-offset", "150", "--output", "json"],
+        ["authorize", *lake, "--principal", "User:svc-payments", "--host", "10.0.0.2", "--operation", "WRITE",
+         "--topic", "clicks", "--as-of-offset", "150", "--output", "json"],
+        ["authorize", *lake, "--api", "Produce", "--principal", "User:svc-payments", "--host", "10.0.0.2",
+         "--topic", "clicks", "--as-of-offset", "150", "--output", "json"],
+    ]
+    for argv in questions:
+        remote = over_connect(server, *argv)
+        assert remote.returncode == 0, (argv, remote.stderr[-3000:])
+        code, local = in_local_mode(*argv)
+        assert code == 0, argv
+        assert json.loads(remote.stdout) == json.loads(local), argv
+
+    def decisions(out: Path) -> list[str]:
+        return sorted(line for p in sorted(out.glob("*.json")) for line in p.read_text().splitlines())
+
+    for fmt, path in files.items():
+        argv = ["authorize", *lake, "--requests", str(path), "--out-format", "json", "--output", "json"]
+        remote = over_connect(server, *argv, "--out", str(tmp_path / f"out-{fmt}-connect"))
+        assert remote.returncode == 0, (fmt, remote.stderr[-3000:])
+        code, local = in_local_mode(*argv, "--out", str(tmp_path / f"out-{fmt}-local"))
+        assert code == 0, fmt
+        summary, local_summary = json.loads(remote.stdout), json.loads(local)
+        assert summary.pop("out").endswith("-connect") and local_summary.pop("out").endswith("-local")
+        assert summary == local_summary, fmt
+        got = decisions(tmp_path / f"out-{fmt}-connect")
+        assert len(got) == len(requests) and got == decisions(tmp_path / f"out-{fmt}-local"), fmt
+
+
+def test_the_notebook_runs_over_spark_connect(spark: Any, sample_lake: Any, server: ConnectServer,
+                                              tmp_path: Path) -> None:
+    """The whole notebook as a Connect client, on the featured sample: every cell runs, and the lake it wrote holds
+    the history local mode wrote."""
+    import re
+
+    from replay.spark.tables import Lake
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+    env["SPARK_REMOTE"] = server.url
+    lake_dir = str(tmp_path / "lake")
+    done = subprocess.run([sys.executable, "-m", "replay.notebook", "notebooks/kraft_acl_replay.py", "-p",
+                           f"lake={lake_dir}", "-p", f"dump={SAMPLE}"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ran = re.search(r"(\d+) cell\(s\) run, (\d+) failed", done.stdout + done.stderr)
+    assert ran is not None and int(ran.group(1)) > 20 and ran.group(2) == "0", done.stdout[-2000:]
+    assert "Spark Connect session" in done.stderr
+    wrote = Lake(spark, lake_dir)
+    assert rows(wrote, SAMPLE.name)["acl_history"] == rows(sample_lake, SAMPLE.name)["acl_history"]
