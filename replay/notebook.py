@@ -44,7 +44,7 @@ from typing import Any, TextIO
 from replay.kafka.listing import table_lines
 from replay.kafka.times import parse_time
 from replay.spark.session import get_spark, on_databricks
-from replay.spark.tables import sql_string
+from replay.spark.tables import sql_literal as sql_literal  # the notebook writes its SQL variables with it
 
 HEADER = "# Databricks notebook source"
 SEPARATOR = "# COMMAND ----------"
@@ -282,17 +282,6 @@ def widget(dbutils: Any, name: str, default: str = "", label: str | None = None,
     else:
         dbutils.widgets.text(name, default, label or name)
     return str(dbutils.widgets.get(name) or "").strip()
-
-
-def sql_literal(value: Any) -> str:
-    """A Python value as a Spark SQL literal: NULL, a number, a boolean or a quoted string (backslash escapes)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int | float):
-        return repr(value)
-    return sql_string(str(value))
 
 
 def declare_sql_variables(spark: Any, variables: Mapping[str, tuple[str, str]]) -> Any:

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from replay.kafka.replayer import CoverageKind
 from replay.spark.sqlddl import plain
-from replay.spark.tables import sql_string
+from replay.spark.tables import sql_literal
 
 # log_coverage kinds: the replayer's three, and the Spark replay's `incomplete` (ACLs no dump recorded may have been
 # live there)
@@ -76,22 +76,16 @@ def _is_connect(spark: SparkSession) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _literal(value: Any) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return f"array({', '.join(_literal(v) for v in value)})"
-    return sql_string(str(value))
-
-
 def _inlined(text: str, args: Mapping[str, Any]) -> str:
-    """`text` with each marker `:name` replaced by its value as a literal (strings quoted as `sql_string` does)."""
+    """`text` with each marker `:name` replaced by its value as a literal (`sql_literal`)."""
     return re.sub(r"(?<![:\w]):([A-Za-z_]\w*)\b",
-                  lambda m: _literal(args[m.group(1)]) if m.group(1) in args else m.group(0), text)
+                  lambda m: _formatted(sql_literal(args[m.group(1)])) if m.group(1) in args else m.group(0),
+                  text)
+
+
+def _formatted(literal: str) -> str:
+    """A literal in a text that PySpark's formatter reads (it names DataFrames as `{name}`): braces doubled."""
+    return literal.replace("{", "{{").replace("}", "}}")
 
 
 def markers(values: Mapping[str, Any]) -> dict[str, str]:

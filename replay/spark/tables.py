@@ -25,7 +25,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Self
+from typing import Any, Self
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -327,6 +327,19 @@ def quote_ident(name: str) -> str:
 def sql_string(text: str) -> str:
     """A SQL string literal (backslash escapes, as Spark reads them)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_literal(value: Any) -> str:
+    """A Python value as a Spark SQL literal: NULL, a boolean, a number, an array of literals, or a quoted string."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return f"array({', '.join(sql_literal(v) for v in value)})"
+    return sql_string(str(value))
 
 
 def ddl_columns(schema: StructType) -> str:

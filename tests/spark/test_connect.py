@@ -154,3 +154,14 @@ def test_the_notebook_runs_over_spark_connect(spark: Any, sample_lake: Any, serv
     assert "Spark Connect session" in done.stderr
     wrote = Lake(spark, lake_dir)
     assert rows(wrote, SAMPLE.name)["acl_history"] == rows(sample_lake, SAMPLE.name)["acl_history"]
+
+
+def test_values_written_into_a_query_stay_data() -> None:
+    """On Connect, `run_sql` writes its values into the text (`rules._inlined`): quotes, backslashes and braces (the
+    text goes through PySpark's formatter) stay data, lists become arrays, and only whole markers are replaced."""
+    from replay.spark.rules import _inlined
+
+    text = "SELECT {h}.a FROM {h} WHERE c = :cluster AND o <= CAST(:at AS BIGINT) AND x::string = :atx AND :who"
+    out = _inlined(text, {"cluster": "it's {a}\\b", "at": 7, "atx": None, "who": ["a", "b'c"]})
+    assert out == ("SELECT {h}.a FROM {h} WHERE c = 'it\\'s {{a}}\\\\b' AND o <= CAST(7 AS BIGINT) AND x::string = NULL "
+                   "AND array('a', 'b\\'c')")
