@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import time
 import uuid
 from collections import Counter
@@ -95,12 +96,29 @@ def _counters(spark: SparkSession) -> Any:
         return None
 
 
+# Task slots assumed where the session cannot say (serverless compute scales its executors with the work)
+UNKNOWN_CORES = 8
+
+
 def _cores(spark: SparkSession) -> int:
-    """The task slots decoding can use (Spark's default parallelism; 1 where it cannot be read, as on Connect)."""
+    """The task slots decoding can use: Spark's default parallelism; on Spark Connect (no SparkContext) the server's
+    `spark.default.parallelism` or the N of a `local[N]` master, else `UNKNOWN_CORES` (a small dump in a few
+    pieces costs little; in one task it decodes on one core)."""
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:
-        return 1
+        pass
+    try:
+        value = spark.conf.get("spark.default.parallelism", None)
+        if value:
+            return max(1, int(value))
+        master = spark.conf.get("spark.master", None) or ""
+        m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
+        if m:
+            return (os.cpu_count() or 1) if m.group(1) == "*" else max(1, int(m.group(1)))
+    except Exception:
+        pass
+    return UNKNOWN_CORES
 
 
 # Decoded rows of inputs larger than this are cached on local disk only: in memory, a 10M-record dump (733 MiB)

@@ -165,3 +165,29 @@ def test_values_written_into_a_query_stay_data() -> None:
     out = _inlined(text, {"cluster": "it's {a}\\b", "at": 7, "atx": None, "who": ["a", "b'c"]})
     assert out == ("SELECT {h}.a FROM {h} WHERE c = 'it\\'s {{a}}\\\\b' AND o <= CAST(7 AS BIGINT) AND x::string = NULL "
                    "AND array('a', 'b\\'c')")
+
+
+def test_the_ingest_counts_task_slots_without_a_spark_context() -> None:
+    """A Connect session has no SparkContext: the ingest reads the slots from the server's conf (so a small dump is
+    still decoded in several pieces), and assumes `UNKNOWN_CORES` where nothing says."""
+    from replay.spark.ingest import UNKNOWN_CORES, _cores
+
+    class Conf:
+        def __init__(self, values: dict[str, str]) -> None:
+            self.values = values
+
+        def get(self, key: str, default: str | None = None) -> str | None:
+            return self.values.get(key, default)
+
+    class ConnectLike:
+        def __init__(self, values: dict[str, str]) -> None:
+            self.conf = Conf(values)
+
+        @property
+        def sparkContext(self) -> Any:
+            raise RuntimeError("[JVM_ATTRIBUTE_NOT_SUPPORTED] sparkContext is not supported in Spark Connect")
+
+    assert _cores(ConnectLike({"spark.default.parallelism": "6"})) == 6  # type: ignore[arg-type]
+    assert _cores(ConnectLike({"spark.master": "local[3]"})) == 3  # type: ignore[arg-type]
+    assert _cores(ConnectLike({"spark.master": "local[*]"})) == (os.cpu_count() or 1)  # type: ignore[arg-type]
+    assert _cores(ConnectLike({})) == UNKNOWN_CORES  # type: ignore[arg-type]
