@@ -30,6 +30,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the command could not do its work (e.g. an ingest with nothing to read)
 EXIT_PROBLEMS = 3  # --strict and something was wrong with the input
 EXIT_USAGE = 2
+# what the [spark] extra installs that the Spark commands import
+SPARK_MODULES = {"pyspark", "delta", "pyarrow", "pandas", "py4j"}
 
 
 def time_argument(text: str) -> int:
@@ -303,16 +305,26 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
     """The lake the command names; unless the command `create`s it, a local directory that does not exist is a
     mistake (a typo, the wrong working directory), said before Spark starts."""
     from replay.spark import session
-    from replay.spark.tables import Lake, is_catalog_location, is_uri
+    from replay.spark.tables import Lake, is_catalog_location, is_schema_name, is_uri, quote_ident
 
     location = args.catalog or args.lake or "lakehouse"
     local = not args.catalog and not is_catalog_location(location) and not is_uri(location)
     if not create and local and not os.path.isdir(location):
         raise QuestionError(f"no lake at {os.path.abspath(location)}: give --lake DIR of a lake that "
                             "`kraft-replay ingest` wrote (or --catalog CATALOG.SCHEMA)")
+    if args.catalog and not (is_catalog_location(args.catalog) or is_schema_name(args.catalog)):
+        raise QuestionError(f"--catalog takes CATALOG.SCHEMA or SCHEMA (SQL identifiers, backquoted where needed), "
+                            f"not {args.catalog!r}; for a lake in a directory give --lake DIR")
 
     spark = session.get_spark(master=args.master)
-    return Lake(spark, location)
+    if args.catalog and not is_catalog_location(args.catalog):
+        location = f"{quote_ident(spark.catalog.currentCatalog())}.{args.catalog}"  # the session's current catalog
+    if args.catalog and session.catalog_is_in_memory(spark):
+        print(f"{os.path.basename(sys.argv[0] or 'kraft-replay')}: note: this local Spark session keeps its catalog "
+              f"in memory: the tables of {location} are forgotten when the command ends (their files stay in "
+              "spark-warehouse/); give --lake DIR for a lake that lasts, or run with a Hive metastore "
+              "(spark.sql.catalogImplementation=hive)", file=sys.stderr)
+    return Lake(spark, location, catalog=bool(args.catalog))
 
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
@@ -923,6 +935,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except QuestionError as err:  # a question that cannot be answered as asked: one line, not a traceback
         print(f"{parser.prog}: {err}", file=sys.stderr)
         return EXIT_USAGE
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in SPARK_MODULES:
+            raise
+        print(f"{parser.prog} {args.command}: this command runs on Spark, and {err.name} is not installed: "
+              "pip install 'kraft-acl-replay[spark]' (or run it where Spark is, e.g. on Databricks)", file=sys.stderr)
+        return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
     except KeyboardInterrupt:

@@ -229,6 +229,16 @@ def get_spark(
     return spark
 
 
+def catalog_is_in_memory(spark: SparkSession) -> bool:
+    """Whether the session's catalog forgets its tables when the process ends (a local session without Hive)."""
+    if on_databricks():
+        return False
+    try:
+        return str(spark.conf.get("spark.sql.catalogImplementation", "in-memory")) == "in-memory"
+    except Exception:  # a session that does not say (Connect to a remote server): its catalog is the server's
+        return False
+
+
 UNION_PARTITIONING = "spark.sql.unionOutputPartitioning"
 
 

@@ -366,6 +366,11 @@ def is_uri(location: str) -> bool:
     return bool(_URI_RE.match(location))
 
 
+def is_schema_name(name: str) -> bool:
+    """One SQL identifier: a schema in the session's current catalog."""
+    return bool(re.fullmatch(_IDENT, name))
+
+
 def is_catalog_location(location: str) -> bool:
     """`catalog.schema` (two SQL identifiers, no slash) rather than a directory."""
     return "/" not in location and not _URI_RE.match(location) and bool(_CATALOG_SCHEMA_RE.match(location))

@@ -839,3 +839,23 @@ def test_audit_avro_is_a_file(fake_spark: dict[str, list[Any]], tmp_path: Path,
     code, out, err = run(["audit", "risky", *LAKE, "--avro", path], capsys)
     assert code == 0 and out == "" and "wrote 1 risky_grants row(s) as Avro" in err
     assert [r["audit"] for r in read_avro(path)] == ["risky_grants"]
+
+
+def test_a_catalog_must_be_catalog_schema_or_schema(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(["replay", "--catalog", "a.b.c", "--lake-cluster", "x"], capsys)
+    assert code == cli.EXIT_USAGE and out == ""
+    assert "--catalog takes CATALOG.SCHEMA or SCHEMA" in err and "--lake DIR" in err and "Traceback" not in err
+
+
+def test_a_spark_command_without_spark_says_what_to_install(tmp_path: Path) -> None:
+    """Without the [spark] extra (pyspark is made unimportable here): one line saying what to install."""
+    program = ("import sys; sys.modules['pyspark'] = None\n"
+               "from replay import cli\n"
+               f"sys.exit(cli.main(['ingest', {str(tmp_path)!r}, '--lake-cluster', 'c', '--lake', "
+               f"{str(tmp_path / 'lake')!r}]))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.returncode == cli.EXIT_FAILED, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "kraft-replay ingest: this command runs on Spark, and pyspark is not installed" in lines[0]
+    assert "pip install 'kraft-acl-replay[spark]'" in lines[0]

@@ -403,6 +403,31 @@ def test_catalog_lake(spark: Any, tmp_path: Any) -> None:
 
 
 @pytest.mark.spark
+def test_a_bare_schema_is_in_the_current_catalog_and_an_in_memory_catalog_is_named(
+        spark: Any, tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--catalog SCHEMA` is a schema of the session's current catalog (it was taken for a directory named SCHEMA),
+    and a local session whose catalog lives in memory says that the tables will be forgotten."""
+    import io
+    import json
+
+    from replay import cli
+
+    spark.sql(f"CREATE SCHEMA IF NOT EXISTS kraft_bare_test LOCATION '{tmp_path / 'schema'}'")
+    dump = write_dump(str(tmp_path / "node1"), with_snapshot=False, with_bootstrap=False)
+    out = io.StringIO()
+    capsys.readouterr()
+    code = cli.main(["ingest", dump, "--catalog", "kraft_bare_test", "--lake-cluster", "c1", "--no-replay",
+                     "--no-progress", "--output", "json"], out)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert json.loads(out.getvalue())["lake"] == "`spark_catalog`.kraft_bare_test"
+    assert spark.sql("SELECT count(*) FROM spark_catalog.kraft_bare_test.metadata_records").first()[0] == 6
+    assert not (tmp_path / "kraft_bare_test").exists() and not os.path.exists("kraft_bare_test")
+    assert "keeps its catalog in memory" in err and "--lake DIR" in err
+    spark.sql("DROP SCHEMA kraft_bare_test CASCADE")
+
+
+@pytest.mark.spark
 def test_nothing_to_read(spark: Any, tmp_path: Any) -> None:
     lake = Lake(spark, str(tmp_path / "lake"))
     with pytest.raises(IngestError, match="does not exist"):
