@@ -90,6 +90,12 @@ TABLE_PROPERTIES: dict[str, str] = {
     "delta.deletedFileRetentionDuration": "interval 3650 days",
 }
 
+# The replay tables (and replay_state) are recomputed from metadata_records and every replay replaces a cluster's
+# files in them: ten years of replaced files would only grow. Their time travel keeps 30 days (what the lake
+# answered last month), after which VACUUM may reclaim the replaced files; the history itself is in acl_history.
+REPLAYED_RETENTION = {"delta.logRetentionDuration": "interval 30 days",
+                      "delta.deletedFileRetentionDuration": "interval 30 days"}
+
 # The lake's data files are Parquet compressed with zstd (Spark's default is snappy). Measured on the 250k-record
 # benchmark log (metadata_records, 2026-11-27): snappy 21.5 MB, zstd 12.4 MB, and 10.4 MB with Parquet's v2 pages
 # (delta-encoded offsets); v2 pages are left out because not every reader of a Delta table decodes them, while zstd
@@ -309,8 +315,12 @@ SCHEMAS: dict[str, StructType] = {
     ACL_EVENT_FEED: FEED_SCHEMA,
 }
 
-# Properties some tables add to `TABLE_PROPERTIES`: the feed is only ever appended to, and Delta enforces it.
-EXTRA_PROPERTIES: dict[str, dict[str, str]] = {ACL_EVENT_FEED: {"delta.appendOnly": "true"}}
+# Properties some tables have besides `TABLE_PROPERTIES`: the feed is only ever appended to, and Delta enforces it;
+# the replayed tables keep replaced files 30 days.
+EXTRA_PROPERTIES: dict[str, dict[str, str]] = {
+    ACL_EVENT_FEED: {"delta.appendOnly": "true"},
+    **{name: REPLAYED_RETENTION for name in (*REPLAY_SCHEMAS, REPLAY_STATE)},
+}
 
 _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _CATALOG_SCHEMA_RE = re.compile(rf"^{_IDENT}\.{_IDENT}$")
