@@ -324,7 +324,7 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
               f"in memory: the tables of {location} are forgotten when the command ends (their files stay in "
               "spark-warehouse/); give --lake DIR for a lake that lasts, or run with a Hive metastore "
               "(spark.sql.catalogImplementation=hive)", file=sys.stderr)
-    return Lake(spark, location, catalog=bool(args.catalog))
+    return Lake(spark, location, catalog=True if args.catalog else None)
 
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
