@@ -109,7 +109,7 @@ def cluster_of(uri: str, root: str) -> str | None:
     """The first directory below `root` on the way to the file (None for a file directly in it)."""
     local, base = local_path_of(uri), local_path_of(root)
     rel = (os.path.relpath(local, base) if local is not None and base is not None
-           else uri[len(root):].lstrip("/") if uri.startswith(root) else None)
+           else uri[len(root):].lstrip("/") if uri.startswith(root.rstrip("/") + "/") else None)
     if rel is None or rel.startswith(".."):
         return None
     parts = rel.replace(os.sep, "/").split("/")

@@ -127,6 +127,7 @@ def test_triggers_clusters_and_refusals(tmp_path: Path, capsys: pytest.CaptureFi
     assert cluster_of("file:///data/in/notes.txt", "/data/in") is None
     assert cluster_of("s3a://bucket/in/prod-us/d1/x.log", "s3a://bucket/in") == "prod-us"
     assert cluster_of("s3a://bucket/other/x.log", "s3a://bucket/in") is None
+    assert cluster_of("s3a://bucket/inner/c/x.log", "s3a://bucket/in") is None  # a sibling that shares a prefix
     # before any Spark: a watch must know where each file's cluster comes from
     capsys.readouterr()
     code = cli.main(["watch", str(tmp_path), "--lake", str(tmp_path / "lake")], io.StringIO())
