@@ -107,14 +107,19 @@ class StandaloneCluster:
         self.stop()
 
 
+def serve_until_interrupted(line: str) -> None:
+    """Print `line` and wait for Ctrl-C (the `python -m` entry points of the test servers)."""
+    print(f"{line}; Ctrl-C stops it", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+
+
 def main() -> None:
     with StandaloneCluster() as cluster:
-        print(f"Spark standalone cluster at {cluster.url} (started in {cluster.started_in:.1f}s); Ctrl-C stops it")
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+        serve_until_interrupted(f"Spark standalone cluster at {cluster.url} (started in {cluster.started_in:.1f}s)")
 
 
 if __name__ == "__main__":

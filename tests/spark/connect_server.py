@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from tests.harness.spark_cluster import free_port, spark_home
+from tests.harness.spark_cluster import free_port, serve_until_interrupted, spark_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -93,13 +93,7 @@ class ConnectServer:
 
 def main() -> None:
     with ConnectServer() as server:
-        print(f"Spark Connect server at {server.url} (started in {server.started_in:.1f} s); Ctrl-C stops it",
-              flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+        serve_until_interrupted(f"Spark Connect server at {server.url} (started in {server.started_in:.1f} s)")
 
 
 if __name__ == "__main__":
