@@ -943,6 +943,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return EXIT_FAILED
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as err:  # the executors' Python lacks this package: say how to give it to them
+        from replay.spark.session import missing_package_hint
+
+        hint = missing_package_hint(err) if "pyspark" in sys.modules else None
+        if hint is None:
+            raise
+        print(f"{parser.prog} {args.command}: {hint}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -121,16 +121,39 @@ def _export_package_path() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
 
 
+SHIP_ENV = "KRAFT_REPLAY_SHIP_PACKAGE"
+
+
 def ship_package(spark: SparkSession) -> None:
-    """For a real cluster: zip the `replay` package and add it to every executor's Python path (a notebook run
-    from a checkout on Databricks calls it too: the executors decode the files)."""
+    """Zip the `replay` package and add it to the Python path of the session's executors: on a cluster
+    (`addPyFile`; a notebook run from a checkout on Databricks calls it too: the executors decode the files), and on
+    Spark Connect when asked (`SHIP_ENV`: `addArtifacts(pyfile=True)`, for a server whose Python lacks the wheel).
+    The compiled decoder does not travel in a zip: executors without the wheel decode in pure Python."""
     root = _package_root()
     target = Path(tempfile.mkdtemp(prefix="kraft-replay-py-")) / "kraft_acl_replay.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted((root / "replay").rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 zf.write(path, path.relative_to(root).as_posix())
-    spark.sparkContext.addPyFile(str(target))
+    if is_connect(spark):
+        spark.addArtifacts(str(target), pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(str(target))
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether `spark` is a Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def missing_package_hint(err: BaseException) -> str | None:
+    """What to do when the executors' Python could not import this package (their error names the module), or None
+    for any other error."""
+    if "No module named 'replay'" not in str(err):
+        return None
+    return ("the Spark executors' Python cannot import the replay package: install the kraft-acl-replay wheel where "
+            "they run (a Databricks job's environment, or %pip install in the notebook), or set "
+            f"{SHIP_ENV}=1 to send the package with the session (spark.addArtifacts on Spark Connect)")
 
 
 def _is_loopback_master(master: str) -> bool:
@@ -204,6 +227,9 @@ def get_spark(
     if os.environ.get("SPARK_REMOTE"):  # Spark Connect (databricks-connect, a remote Connect server): theirs to set up
         spark = SparkSession.builder.getOrCreate()
         _say(f"Spark: Spark Connect session ({os.environ['SPARK_REMOTE'].split(';', 1)[0]}, Spark {spark.version})")
+        if os.environ.get(SHIP_ENV, "").strip().lower() in ("1", "true", "yes"):
+            ship_package(spark)
+            _say(f"Spark: sent the replay package to the server's executors ({SHIP_ENV})")
         return spark
 
     master = master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER") or "local[*]"

@@ -25,7 +25,8 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 class ConnectServer:
     def __init__(self, master: str = "local[2]", memory: str = "2g", work_dir: str | None = None,
-                 start_timeout: float = 120.0) -> None:
+                 start_timeout: float = 120.0, env: dict[str, str] | None = None) -> None:
+        self.env = env or {}  # over this process's environment (e.g. the executors' PYSPARK_PYTHON)
         self.master = master
         self.memory = memory
         self._tmp = None if work_dir else tempfile.TemporaryDirectory(prefix="kraft-replay-connect-")
@@ -55,7 +56,7 @@ class ConnectServer:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         log = self.work_dir / "connect-server.log"
         env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1",
-                   PYSPARK_PYTHON=sys.executable)
+                   PYSPARK_PYTHON=sys.executable, **self.env)
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
                                          cwd=self.work_dir, start_new_session=True)

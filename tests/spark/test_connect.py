@@ -34,9 +34,10 @@ def server() -> Iterator[ConnectServer]:
         yield s
 
 
-def over_connect(server: ConnectServer, *argv: str) -> subprocess.CompletedProcess[str]:
-    """`kraft-replay ARGV` as a Spark Connect client process."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
+def over_connect(server: ConnectServer, *argv: str, env: dict[str, str] | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+    """`kraft-replay ARGV` as a Spark Connect client process (with `env` added to this process's environment)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}, **(env or {})}
     env["SPARK_REMOTE"] = server.url
     return subprocess.run([sys.executable, "-m", "replay.cli", *argv], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
@@ -154,6 +155,35 @@ def test_the_notebook_runs_over_spark_connect(spark: Any, sample_lake: Any, serv
     assert "Spark Connect session" in done.stderr
     wrote = Lake(spark, lake_dir)
     assert rows(wrote, SAMPLE.name)["acl_history"] == rows(sample_lake, SAMPLE.name)["acl_history"]
+
+
+def test_a_server_without_the_package_gets_it_from_the_client(spark: Any, sample_lake: Any, tmp_path: Path) -> None:
+    """A Connect server whose executors' Python cannot import `replay` (serverless without the wheel): the ingest
+    says what to do and fails; with KRAFT_REPLAY_SHIP_PACKAGE=1 the client sends the package
+    (`spark.addArtifacts(pyfile=True)`) and the ingest and replay write the tables local mode writes."""
+    import sysconfig
+
+    from replay.spark.tables import Lake
+
+    # The executors run this interpreter without its site initialisation, so the editable install's path hook (a
+    # .pth file) never runs: site-packages (pyspark, pyarrow, the compiled decoder) is on their path, the checkout
+    # is not.
+    wrapper = tmp_path / "python-without-replay"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{sysconfig.get_paths()["purelib"]}${{PYTHONPATH:+:$PYTHONPATH}}" '
+                       f'exec {sys.executable} -S "$@"\n')
+    wrapper.chmod(0o755)
+    path = os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != ROOT)
+    with ConnectServer(memory="1g", env={"PYSPARK_PYTHON": str(wrapper), "PYTHONPATH": path}) as bare:
+        argv = ["ingest", str(SAMPLE), "--lake-cluster", SAMPLE.name, "--lake", str(tmp_path / "lake"),
+                "--no-progress", "--output", "json"]
+        refused = over_connect(bare, *argv)
+        assert refused.returncode != 0
+        assert "cannot import the replay package" in refused.stderr and "KRAFT_REPLAY_SHIP_PACKAGE=1" in refused.stderr, \
+            refused.stderr[-3000:]
+        done = over_connect(bare, *argv, env={"KRAFT_REPLAY_SHIP_PACKAGE": "1"})
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "sent the replay package to the server's executors" in done.stderr
+    assert rows(Lake(spark, str(tmp_path / "lake")), SAMPLE.name) == rows(sample_lake, SAMPLE.name)
 
 
 def test_values_written_into_a_query_stay_data() -> None:

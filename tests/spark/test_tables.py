@@ -81,6 +81,30 @@ def test_ensure_creates_once_and_grows_columns(spark: Any, tmp_path: Any) -> Non
 
 
 @pytest.mark.spark
+def test_a_lake_with_deletion_vectors_turned_on_reads_what_a_delete_left(spark: Any, tmp_path: Any) -> None:
+    """The tables go without deletion vectors (README: measured slower for the replay), but an owner may turn
+    them on, e.g. to delete rows by hand: the lake reads through Delta, so rows a deletion vector marks are gone
+    for it, and time travel still shows them."""
+    import json
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    lake.ensure(QUARANTINE)
+    features = spark.sql(f"DESCRIBE DETAIL {lake.table_ref(QUARANTINE)}").first()["tableFeatures"]
+    assert "deletionVectors" not in features
+    spark.sql(f"ALTER TABLE {lake.table_ref(QUARANTINE)} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    schema = SCHEMAS[QUARANTINE]
+    given = [{"cluster_id": "c", "kind": "gap", "offset": i, "message": f"m{i}"} for i in range(3)]
+    rows = spark.createDataFrame([tuple(g.get(f.name) for f in schema.fields) for g in given], schema)
+    rows.coalesce(1).write.format("delta").mode("append").save(lake.table_path(QUARANTINE))
+    spark.sql(f"DELETE FROM {lake.table_ref(QUARANTINE)} WHERE offset = 1")
+    log = sorted((tmp_path / "lake" / QUARANTINE / "_delta_log").glob("*.json"))[-1]
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any((a.get("add") or {}).get("deletionVector") for a in actions), actions  # marked, not rewritten
+    assert sorted(r.offset for r in lake.read(QUARANTINE).collect()) == [0, 2]
+    assert lake.read(QUARANTINE, version=lake.version(QUARANTINE) - 1).count() == 3
+
+
+@pytest.mark.spark
 def test_ensure_all(spark: Any, tmp_path: Any) -> None:
     lake = Lake(spark, str(tmp_path / "lake"))
     lake.ensure_all()
