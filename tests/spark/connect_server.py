@@ -55,8 +55,8 @@ class ConnectServer:
         began = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         log = self.work_dir / "connect-server.log"
-        env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1",
-                   PYSPARK_PYTHON=sys.executable, **self.env)
+        env = {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable, **self.env}
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT, env=env,
                                          cwd=self.work_dir, start_new_session=True)
