@@ -22,6 +22,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from replay.kafka.replayer import CoverageKind
+from replay.spark.session import is_connect
 from replay.spark.sqlddl import plain
 from replay.spark.tables import sql_literal
 
@@ -66,14 +67,10 @@ def run_sql(spark: SparkSession, text: str, args: Mapping[str, Any] | None = Non
         text = plain(text)
     if not args:
         return spark.sql(text, None, **frames)
-    if frames and _is_connect(spark):  # Spark Connect drops the values of a query that also names DataFrames
+    if frames and is_connect(spark):  # Spark Connect drops the values of a query that also names DataFrames
         return spark.sql(_inlined(text, args), None, **frames)
     with _markers_bound(spark):
         return spark.sql(text, dict(args), **frames)
-
-
-def _is_connect(spark: SparkSession) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _inlined(text: str, args: Mapping[str, Any]) -> str:
