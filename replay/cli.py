@@ -473,12 +473,14 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.audits import register_audit_functions
     from replay.spark.authorize_api_sql import register_api_functions
     from replay.spark.queries import register_sql_functions
+    from replay.spark.sqlddl import words
 
     lake = _lake(args)
-    lake.name_tables()
-    register_sql_functions(lake)
-    register_audit_functions(lake.spark, lake)
-    register_api_functions(lake.spark, lake)
+    named = words(args.query)  # only what the query can name: each function and view costs Spark an analysis
+    lake.name_tables(named)
+    register_sql_functions(lake, named)
+    register_audit_functions(lake.spark, lake, named)
+    register_api_functions(lake.spark, lake, named)
     try:
         df = lake.spark.sql(args.query)
         rows = [r.asDict(recursive=True) for r in df.collect()]

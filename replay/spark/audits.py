@@ -44,7 +44,7 @@ Conventions shared by every audit:
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +85,7 @@ from replay.spark.queries import (
     unknown_cluster,
 )
 from replay.spark.rules import COV_COMPLETE, coverage_at_sql, live_sql, markers, run_sql, times_of_offsets_sql
-from replay.spark.sqlddl import SqlFunction
+from replay.spark.sqlddl import SqlFunction, create_temporary
 from replay.spark.tables import ACL_FIELDS, Lake
 
 # AclEntry.supportedOperations (spec §5.3): what an audit asks about for each resource type.
@@ -733,7 +733,7 @@ def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> li
     ]
 
 
-def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
+def register_audit_functions(spark: SparkSession, lake: Lake, only: Collection[str] | None = None) -> list[str]:
     """Register the audits as temporary SQL table functions over this lake; returns their names.
 
     Every function is the same query text as the Python audit of the same name (so they give the same rows), run
@@ -742,14 +742,13 @@ def register_audit_functions(spark: SparkSession, lake: Lake) -> list[str]:
     `super_users` is the broker's `super.users` text (`'User:admin;User:ops'`, parsed as Kafka parses it) and
     `allow_everyone` its `allow.everyone.if.no.acl.found`. Created with CREATE OR REPLACE, so calling this again is
     harmless; the `kraft-replay sql` command calls it, and `kraft-replay install-sql` installs the same definitions
-    (`audit_functions`) as persistent functions. Each function's COMMENT there says what it answers.
+    (`audit_functions`) as persistent functions. Each function's COMMENT there says what it answers. With `only`,
+    just the functions it names.
 
     Example: `SELECT who, from_host, decision, via FROM acl_who_can('prod', 'READ', 'TOPIC', 'payments', 1234)`.
     """
     functions = audit_functions(lake.source, _records(lake) is not None)
-    for f in functions:
-        run_sql(spark, f.create())
-    return [f.name for f in functions]
+    return create_temporary(spark, functions, only)
 
 
 # ---- plain functions for the CLI -----------------------------------------------------------------------------

@@ -15,7 +15,7 @@ for named resources, `decide_by_type_sql` for "any topic") -> each call's outcom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from pyspark.sql import SparkSession
 
@@ -38,8 +38,8 @@ from replay.spark.queries import (
     guarded_sql,
     negative_offset_check,
 )
-from replay.spark.rules import offset_at_time_sql, run_sql
-from replay.spark.sqlddl import SqlFunction
+from replay.spark.rules import offset_at_time_sql
+from replay.spark.sqlddl import SqlFunction, create_temporary
 from replay.spark.tables import Lake
 
 # the columns of a calls relation (`expand_sql`): `_call` identifies the call; `_p` principal, `_h` host (as Java
@@ -416,13 +416,11 @@ def api_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
     ]
 
 
-def register_api_functions(spark: SparkSession, lake: Lake) -> list[str]:
+def register_api_functions(spark: SparkSession, lake: Lake, only: Collection[str] | None = None) -> list[str]:
     """Register `acl_could_call` and `acl_could_call_at_time` as temporary SQL functions over this lake; the
-    `kraft-replay sql` command calls it and `kraft-replay install-sql` installs the same definitions.
+    `kraft-replay sql` command calls it and `kraft-replay install-sql` installs the same definitions. With `only`,
+    just the functions it names.
 
     Example: `SELECT check_number, resource_type, resource_name, operation, decision, outcome, error FROM
     acl_could_call('prod', 'User:svc-orders', '10.0.0.1', 'OffsetFetch', 1234, groups => array('g'))`."""
-    functions = api_functions(lake.source)
-    for f in functions:
-        run_sql(spark, f.create())
-    return [f.name for f in functions]
+    return create_temporary(spark, api_functions(lake.source), only)

@@ -9,7 +9,7 @@ functions embed it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,7 @@ from replay.spark.rules import (
     unpublished_note_sql,
     unpublished_sql,
 )
-from replay.spark.sqlddl import SqlFunction, plain
+from replay.spark.sqlddl import SqlFunction, create_temporary
 from replay.spark.tables import ACL_FIELDS, Lake
 
 
@@ -318,16 +318,14 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
     ]
 
 
-def register_sql_functions(lake: Lake) -> list[str]:
+def register_sql_functions(lake: Lake, only: Collection[str] | None = None) -> list[str]:
     """`acl_state_at(cluster, offset)`, `acl_state_at_time(cluster, ts)`, `acl_changes_between(cluster, from, to)`,
     and `acl_coverage_at(cluster, offset)` / `acl_coverage_at_time(cluster, ts)`, which say how far the answer at
     that moment can be trusted (one row: covered, complete, exact, and the numbers of certain and uncertain ACLs;
     an empty `acl_state_at` inside a hole is "unknown", not "no ACLs").
 
     Temporary SQL table functions over this lake's tables, for `spark.sql` and notebooks in this session;
-    `kraft-replay install-sql` installs the same definitions (`state_functions`) as persistent ones.
+    `kraft-replay install-sql` installs the same definitions (`state_functions`) as persistent ones. With `only`,
+    just the functions it names.
     """
-    functions = state_functions(lake.source)
-    for f in functions:
-        lake.spark.sql(plain(f.create()))
-    return [f.name for f in functions]
+    return create_temporary(lake.spark, state_functions(lake.source), only)

@@ -7,7 +7,11 @@ through PySpark's formatter with DataFrames. `plain` undoes it for DDL that goes
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
 
 from replay.spark.tables import sql_string
 
@@ -49,3 +53,19 @@ class SqlView:
 
     def create(self, schema: str) -> str:
         return plain(f"CREATE OR REPLACE VIEW {schema}.{self.name} COMMENT {sql_string(self.comment)} AS {self.body}")
+
+
+def create_temporary(spark: SparkSession, functions: Iterable[SqlFunction], only: Collection[str] | None = None
+                     ) -> list[str]:
+    """Create `functions` as temporary ones in this session (of them, those named in `only`, when given); returns
+    the names created. Spark analyses each body as it is created, a second or more per function: a query that
+    calls one function need not wait for all of them (`words`)."""
+    made = [f for f in functions if only is None or f.name in only]
+    for f in made:
+        spark.sql(plain(f.create()))
+    return [f.name for f in made]
+
+
+def words(query: str) -> set[str]:
+    """The identifiers a SQL text could name (lowercased): the functions and tables it may call or read."""
+    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)}

@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Self
 
 from pyspark.sql import DataFrame, SparkSession
@@ -437,11 +437,11 @@ class Lake:
         assert path is not None
         return f"delta.{quote_ident(path)}"
 
-    def name_tables(self) -> list[str]:
+    def name_tables(self, only: Collection[str] | None = None) -> list[str]:
         """Make the lake's tables nameable by their short names in this session (`SELECT * FROM anomalies`): a
-        catalog lake's schema becomes the current one; a directory lake's existing tables become temporary views.
-        Returns the names."""
-        names = [t for t in ALL_TABLES if self.exists(t)]
+        catalog lake's schema becomes the current one; a directory lake's existing tables (those named in `only`,
+        when given) become temporary views. Returns the names."""
+        names = [t for t in ALL_TABLES if (only is None or t in only) and self.exists(t)]
         if self.is_catalog:
             self.spark.sql(f"USE {self.schema_ref}")
         else:

@@ -477,7 +477,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         return types.SimpleNamespace(collect=lambda: [])
 
     lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql),
-                                 name_tables=lambda: calls["name_tables"].append(True) or ["anomalies"])
+                                 name_tables=lambda only=None: calls["name_tables"].append(only) or ["anomalies"])
     monkeypatch.setattr(cli, "_lake", lambda args, create=False: lake)
 
     def module(name: str, **attrs: Any) -> None:
@@ -507,16 +507,16 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         return types.SimpleNamespace(lines=lambda: [f"{kw['cluster']}: 1 file(s)"],
                                      to_dict=lambda: {"cluster_id": kw["cluster"], "files": paths})
 
-    def register_audit_functions(spark: Any, lk: Any) -> list[str]:
-        calls["audit"].append((spark, lk))
+    def register_audit_functions(spark: Any, lk: Any, only: Any = None) -> list[str]:
+        calls["audit"].append((spark, lk, only))
         return ["acl_risky_grants", "acl_diff"]
 
-    def register_sql_functions(lk: Any) -> list[str]:
-        calls["sql_functions"].append(lk)
+    def register_sql_functions(lk: Any, only: Any = None) -> list[str]:
+        calls["sql_functions"].append((lk, only))
         return ["acl_state_at"]
 
-    def register_api_functions(spark: Any, lk: Any) -> list[str]:
-        calls["api_functions"].append((spark, lk))
+    def register_api_functions(spark: Any, lk: Any, only: Any = None) -> list[str]:
+        calls["api_functions"].append((spark, lk, only))
         return ["acl_could_call"]
 
     def audit(name: str, rows: Any) -> Callable[..., Any]:
@@ -561,12 +561,15 @@ def test_replay_command(fake_spark: dict[str, list[Any]], capsys: pytest.Capture
 
 def test_sql_registers_the_audit_functions_too(fake_spark: dict[str, list[Any]],
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["sql", "--lake", "/tmp/lake", "SELECT * FROM acl_risky_grants('prod', 10)"], capsys)
+    """Every kind of function and the tables, of them what the query names (each costs Spark an analysis)."""
+    query = "SELECT * FROM acl_risky_grants('prod', 10) JOIN Anomalies USING (cluster_id)"
+    code, out, _ = run(["sql", "--lake", "/tmp/lake", query], capsys)
     lake = fake_spark["lake"][0]
-    assert code == 0 and fake_spark["sql_functions"] == [lake] and fake_spark["audit"] == [(lake.spark, lake)]
-    assert fake_spark["api_functions"] == [(lake.spark, lake)]
-    assert fake_spark["sql"] == ["SELECT * FROM acl_risky_grants('prod', 10)"] and out == "(none)\n"
-    assert fake_spark["name_tables"] == [True]  # the lake's tables are named too
+    named = {"select", "from", "acl_risky_grants", "prod", "join", "anomalies", "using", "cluster_id"}
+    assert code == 0 and fake_spark["sql_functions"] == [(lake, named)]
+    assert fake_spark["audit"] == [(lake.spark, lake, named)] and fake_spark["api_functions"] == [(lake.spark, lake, named)]
+    assert fake_spark["sql"] == [query] and out == "(none)\n"
+    assert fake_spark["name_tables"] == [named]  # the lake's tables are named too
 
 
 def test_a_failing_query_is_one_line_and_exit_2(fake_spark: dict[str, list[Any]],

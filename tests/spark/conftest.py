@@ -14,24 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from spark_conf import SPARK_TEST_CONF
 from spark_dumps import SAMPLES
-
-SPARK_TEST_CONF = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-    "spark.databricks.delta.delta.log.cacheSize": "3",
-    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
-    # the tests' data are tiny: compiling Java for every new plan costs more than running it (a warm replay of a
-    # sample took 52 s with code generation, 28 s without); results are Spark's to keep equal in both modes, and
-    # the benchmarks (bench/, which check every answer) run with Spark's defaults
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-    "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them
-}
 
 
 @pytest.fixture(scope="session")

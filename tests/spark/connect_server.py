@@ -25,8 +25,10 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 class ConnectServer:
     def __init__(self, master: str = "local[2]", memory: str = "2g", work_dir: str | None = None,
-                 start_timeout: float = 120.0, env: dict[str, str] | None = None) -> None:
+                 start_timeout: float = 120.0, env: dict[str, str] | None = None,
+                 conf: dict[str, str] | None = None) -> None:
         self.env = env or {}  # over this process's environment (e.g. the executors' PYSPARK_PYTHON)
+        self.conf = conf or {}  # over `local_conf`'s settings (the suite's: no code generation on tiny data)
         self.master = master
         self.memory = memory
         self._tmp = None if work_dir else tempfile.TemporaryDirectory(prefix="kraft-replay-connect-")
@@ -40,7 +42,7 @@ class ConnectServer:
     def command(self) -> list[str]:
         from replay.spark.session import local_conf
 
-        conf = local_conf(self.master, "kraft-replay connect server", self.memory)
+        conf = {**local_conf(self.master, "kraft-replay connect server", self.memory), **self.conf}
         conf.update({"spark.connect.grpc.binding.address": "127.0.0.1",
                      "spark.connect.grpc.binding.port": str(self.port)})
         memory = conf.pop("spark.driver.memory")

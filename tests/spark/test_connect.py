@@ -19,18 +19,21 @@ from typing import Any
 
 import pytest
 from connect_server import ConnectServer  # type: ignore[import-not-found]
+from spark_conf import SPARK_TEST_CONF
 from spark_dumps import SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.second_jvm]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = next(s for s in SAMPLES if s.name == "small-snapshots")
+# the suite's settings: on these tiny inputs, compiling Java for each plan (Spark's default) cost more than running it
+SERVER_CONF = SPARK_TEST_CONF
 TABLES = ["metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ConnectServer]:
-    with ConnectServer(memory="1g") as s:
+    with ConnectServer(memory="1g", conf=SERVER_CONF) as s:
         yield s
 
 
@@ -173,7 +176,7 @@ def test_a_server_without_the_package_gets_it_from_the_client(spark: Any, sample
                        f'exec {sys.executable} -S "$@"\n')
     wrapper.chmod(0o755)
     path = os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != ROOT)
-    with ConnectServer(memory="1g", env={"PYSPARK_PYTHON": str(wrapper), "PYTHONPATH": path}) as bare:
+    with ConnectServer(memory="1g", conf=SERVER_CONF, env={"PYSPARK_PYTHON": str(wrapper), "PYTHONPATH": path}) as bare:
         argv = ["ingest", str(SAMPLE), "--lake-cluster", SAMPLE.name, "--lake", str(tmp_path / "lake"),
                 "--no-progress", "--output", "json"]
         refused = over_connect(bare, *argv)

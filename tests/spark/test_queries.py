@@ -182,3 +182,18 @@ def test_an_offset_inside_a_batch_answers_as_of_before_it_and_says_so(
     assert cli.main(["audit", "what-can", "--lake", lake.location, "--lake-cluster", CLUSTER, "--principal",
                      "User:alice", "--as-of-offset", str(at)], io.StringIO()) == 0
     assert f"note: {held.sentence()}" in capsys.readouterr().err
+
+
+def test_a_query_gets_only_the_functions_it_names(spark: Any, sample_lake: Any) -> None:
+    """`kraft-replay sql` creates the functions and views its query names (`sqlddl.words`), as Spark analyses each
+    one as it is created; in a session of its own, the others are not there."""
+    from replay.spark.queries import register_sql_functions
+    from replay.spark.sqlddl import words
+    from replay.spark.tables import Lake
+
+    own = Lake(spark.newSession(), sample_lake.location)
+    named = words(f"SELECT * FROM ACL_Coverage_At('{CLUSTER}', 5) JOIN log_coverage USING (cluster_id)")
+    assert register_sql_functions(own, named) == ["acl_coverage_at"]
+    assert own.name_tables(named) == ["log_coverage"]
+    assert own.spark.catalog.functionExists("acl_coverage_at") and not own.spark.catalog.functionExists("acl_state_at")
+    assert own.spark.sql(f"SELECT count(*) FROM acl_coverage_at('{CLUSTER}', 5)").first()[0] == 1

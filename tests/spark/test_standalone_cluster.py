@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from spark_conf import NO_CODEGEN
 
 from replay.kafka import synth
 
@@ -56,8 +57,9 @@ spark.stop()
 
 # as the in-process tests (tests/spark/conftest.py): no code generation, which on this tiny input costs more than it
 # saves; two shuffle partitions for the local run
-_NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-_LOCAL_CONF = {**_NO_CODEGEN, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+# the cluster's driver: Spark's 200 shuffle partitions would be 200 tasks per shuffle on 2 cores, each doing nothing
+_CLUSTER_CONF = {**NO_CODEGEN, "spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
+_LOCAL_CONF = {**NO_CODEGEN, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
                "spark.ui.enabled": "false", "spark.databricks.delta.snapshotPartitions": "2"}
 
 
@@ -78,7 +80,7 @@ def test_cluster_mode_gives_the_same_tables_as_local_mode(tmp_path: Path) -> Non
 
     cluster_dir = str(tmp_path / "cluster-lake")
     with StandaloneCluster(cores=2, memory="1g", work_dir=str(tmp_path / "spark")) as cluster:
-        submit = " ".join(f"--conf {k}={v}" for k, v in _NO_CODEGEN.items())
+        submit = " ".join(f"--conf {k}={v}" for k, v in _CLUSTER_CONF.items())
         proc = _run([sys.executable, "-m", "replay.cli", "ingest", dump, "--lake-cluster", "c1", "--lake", cluster_dir,
                      "--master", cluster.url, "--no-progress"],
                     dict(env, PYSPARK_SUBMIT_ARGS=f"{submit} pyspark-shell"))

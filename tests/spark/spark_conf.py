@@ -1,0 +1,24 @@
+"""The Spark settings of the suite: the session every Spark test shares (`conftest.spark`) and the servers and
+child processes some tests start (a Spark Connect server, a crashed ingest), so that each runs as the others do."""
+
+from __future__ import annotations
+
+SPARK_TEST_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+    "spark.databricks.delta.delta.log.cacheSize": "3",
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
+    # the tests' data are tiny: compiling Java for every new plan costs more than running it (a warm replay of a
+    # sample took 52 s with code generation, 28 s without); results are Spark's to keep equal in both modes, and
+    # the benchmarks (bench/, which check every answer) run with Spark's defaults
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them
+}
+
+# the code generation part alone, for processes that keep Spark's other defaults
+NO_CODEGEN = {k: v for k, v in SPARK_TEST_CONF.items() if k.startswith("spark.sql.codegen.")}
