@@ -142,6 +142,7 @@ def _norm(rows: list[Any]) -> list[tuple[Any, ...]]:
     return sorted(out, key=repr)
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_sql_functions_give_the_python_audits_rows(spark: Any, lake: MemLake) -> None:
     """The audits as temporary SQL functions (register_audit_functions) give the Python audit's rows, column for
     column, with the settings (super.users parsed as Kafka parses it; allow.everyone), names in any case and named

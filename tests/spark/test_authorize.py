@@ -323,6 +323,7 @@ def test_default_allow_and_uncertain_allows(spark: Any) -> None:
     assert (res[2]["decision"], res[2]["reason"]) == ("ALLOWED", "allow_everyone")
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_authorize_one_and_files(spark: Any, tmp_path: Any) -> None:
     import fastavro
 

@@ -19,8 +19,9 @@ from replay.kafka.apis import LATEST_KAFKA, could_call
 from replay.kafka.authorizer import StandardAuthorizer
 from replay.kafka.dump import replay_paths
 
-# their own lake and deep authorize plans: in the other worker (tests/conftest.py), without adaptive execution
-pytestmark = [pytest.mark.spark, pytest.mark.spark_b, pytest.mark.usefixtures("without_aqe")]
+# their own lake and deep authorize plans: in the other worker (tests/conftest.py), without adaptive execution; minutes
+# in all, so CI runs them and `make test-fast` does not (test_api_sql.py keeps the API questions' SQL in the fast loop)
+pytestmark = [pytest.mark.spark, pytest.mark.spark_b, pytest.mark.slow, pytest.mark.usefixtures("without_aqe")]
 
 CLUSTER = "apis"
 HOST = "10.0.0.1"

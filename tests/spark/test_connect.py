@@ -65,7 +65,7 @@ def rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ...]]]:
 
 
 def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sample_lake: Any, server: ConnectServer,
-                                                                 tmp_path: Path) -> None:
+                                                                 tmp_path: Path, without_aqe: None) -> None:
     import fastavro
 
     from replay.spark.tables import Lake

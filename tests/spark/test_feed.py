@@ -20,6 +20,7 @@ IDENTITY = ["cluster_id", "offset", "offset_min", "exact", "time", "acl_id", "ch
             "resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type"]
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_a_stream_of_the_feed_sees_each_change_once_across_ingests_and_replays(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 

@@ -144,6 +144,7 @@ def test_incremental_replay_equals_full_replay(spark: Any, tmp_path_factory: pyt
     print("replay modes:", modes)
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 @pytest.mark.spark_b  # minutes of Spark: run beside the other Spark tests (tests/conftest.py)
 def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path, without_aqe: None) -> None:
     """A log with snapshots, ingested in three dumps: the second and third replays resume; a re-ingest of an old
@@ -202,6 +203,7 @@ def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path,
     assert events.count() == events.select("seq").distinct().count()
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 @pytest.mark.spark_b
 def test_full_replay_on_request_and_with_a_high_watermark(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F

@@ -247,6 +247,7 @@ def test_reingest_changes_nothing_and_a_later_dump_extends(spark: Any, tmp_path:
     assert all("node1" in r["source_file"] for r in rows if r["ingest_id"] != later.ingest_id)
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 @pytest.mark.spark
 def test_a_snapshot_copy_is_stored_once_unless_the_stored_copy_has_problems(spark: Any, tmp_path: Any) -> None:
     """The same snapshot in a later dump adds nothing; a clean copy after a damaged one is stored (and loads)."""

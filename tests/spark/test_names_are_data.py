@@ -38,6 +38,7 @@ def _read_only(root: Path) -> None:
         p.chmod(p.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_names_full_of_sql_go_through_as_data(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from pyspark.sql import functions as F
 

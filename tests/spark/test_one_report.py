@@ -24,6 +24,7 @@ def _summary(err: str) -> list[str]:
     return lines[at:]
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_files_and_lake_report_the_same_findings(spark: Any, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from replay.spark.replay import replay_lake

@@ -42,6 +42,7 @@ def _offsets(reference: Any) -> list[int]:
     return sorted({0, 100, 162, 163, 170, 177, 178, 250, last, last + 5, *inside[:2]})
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_sql_state_at_and_coverage_at_equal_the_reference(spark: Any, lake: Any, reference: Any) -> None:
     for offset in _offsets(reference):
         want = reference.state_at(offset)
@@ -95,6 +96,7 @@ def test_wrong_questions_raise_typed_errors(spark: Any, lake: Any, reference: An
     assert out.getvalue() == "" and "kraft-replay: cluster 'nope' has no replayed history" in err
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_sql_by_time_equals_the_reference(spark: Any, lake: Any, reference: Any) -> None:
     from datetime import datetime, timezone
 

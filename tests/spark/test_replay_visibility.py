@@ -22,6 +22,7 @@ class Died(Exception):
     pass
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from pyspark.sql import functions as F

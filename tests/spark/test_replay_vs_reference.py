@@ -203,6 +203,7 @@ def test_spark_replay_equals_reference(spark: Any, tmp_path_factory: pytest.Temp
         spark.conf.unset(BUCKET_CONF)
 
 
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_replay_is_incremental_when_a_later_dump_arrives(spark: Any, tmp_path: Path) -> None:
     from replay.spark.ingest import ingest
     from replay.spark.replay import replay_lake
