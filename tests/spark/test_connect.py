@@ -138,28 +138,6 @@ def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sampl
         assert len(got) == len(requests) and got == decisions(tmp_path / f"out-{fmt}-local"), fmt
 
 
-def test_the_notebook_runs_over_spark_connect(spark: Any, sample_lake: Any, server: ConnectServer,
-                                              tmp_path: Path) -> None:
-    """The whole notebook as a Connect client, on the featured sample: every cell runs, and the lake it wrote holds
-    the history local mode wrote."""
-    import re
-
-    from replay.spark.tables import Lake
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}
-    env["SPARK_REMOTE"] = server.url
-    lake_dir = str(tmp_path / "lake")
-    done = subprocess.run([sys.executable, "-m", "replay.notebook", "notebooks/kraft_acl_replay.py", "-p",
-                           f"lake={lake_dir}", "-p", f"dump={SAMPLE}"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    ran = re.search(r"(\d+) cell\(s\) run, (\d+) failed", done.stdout + done.stderr)
-    assert ran is not None and int(ran.group(1)) > 20 and ran.group(2) == "0", done.stdout[-2000:]
-    assert "Spark Connect session" in done.stderr
-    wrote = Lake(spark, lake_dir)
-    assert rows(wrote, SAMPLE.name)["acl_history"] == rows(sample_lake, SAMPLE.name)["acl_history"]
-
-
 def test_a_server_without_the_package_gets_it_from_the_client(spark: Any, sample_lake: Any, tmp_path: Path) -> None:
     """A Connect server whose executors' Python cannot import `replay` (serverless without the wheel): the ingest
     says what to do and fails; with KRAFT_REPLAY_SHIP_PACKAGE=1 the client sends the package

@@ -89,6 +89,23 @@ def _binding(x: Any) -> tuple[Any, ...]:
     return tuple(getattr(x, f) for f in FIELDS)
 
 
+def history_of_rows(rows: Any) -> Counter[tuple[Any, ...]]:
+    """`acl_history` rows (anything with its columns as attributes) as comparable lifetimes."""
+    return Counter(
+        (r.acl_id, (r.resource_type, r.resource_name, r.pattern_type, r.principal, r.host, r.operation,
+                    r.permission_type), r.valid_from_offset, r.valid_from_min_offset, r.valid_from_time, r.began_by,
+         r.valid_to_offset, r.valid_to_min_offset, r.valid_to_time, r.ended_by) for r in rows)
+
+
+def history_of_reference(result: ReplayResult) -> Counter[tuple[Any, ...]]:
+    """The reference replayer's lifetimes as `history_of_rows` gives a lake's."""
+    return Counter(
+        (x.acl_id, (x.binding.resource_type, x.binding.resource_name, x.binding.pattern_type, x.binding.principal,
+                    x.binding.host, x.binding.operation, x.binding.permission_type), x.valid_from_offset,
+         x.valid_from_min_offset, x.valid_from_time, x.began_by.value, x.valid_to_offset, x.valid_to_min_offset,
+         x.valid_to_time, x.ended_by.value if x.ended_by else None) for x in result.lifetimes)
+
+
 def compare(result: ReplayResult, lake: Any, cluster: str) -> None:
     from pyspark.sql import functions as F
 
@@ -98,15 +115,7 @@ def compare(result: ReplayResult, lake: Any, cluster: str) -> None:
         return lake.read(table).where(F.col("cluster_id") == cluster).collect()
 
     hist = rows("acl_history")
-    assert Counter(
-        (r.acl_id, (r.resource_type, r.resource_name, r.pattern_type, r.principal, r.host, r.operation,
-                    r.permission_type), r.valid_from_offset, r.valid_from_min_offset, r.valid_from_time, r.began_by,
-         r.valid_to_offset, r.valid_to_min_offset, r.valid_to_time, r.ended_by) for r in hist
-    ) == Counter(
-        (x.acl_id, (x.binding.resource_type, x.binding.resource_name, x.binding.pattern_type, x.binding.principal,
-                    x.binding.host, x.binding.operation, x.binding.permission_type), x.valid_from_offset,
-         x.valid_from_min_offset, x.valid_from_time, x.began_by.value, x.valid_to_offset, x.valid_to_min_offset,
-         x.valid_to_time, x.ended_by.value if x.ended_by else None) for x in result.lifetimes)
+    assert history_of_rows(hist) == history_of_reference(result)
 
     assert sorted((r.seq, r.offset, r.offset_min, r.exact, r.time, r.acl_id, r.change, r.cause, r.record_offset,
                    _binding(r)) for r in rows("acl_events")) == sorted(
