@@ -1,0 +1,125 @@
+"""Was a logged authorization decision the one the replayed ACLs gave at that moment? (issue 17 item 2, the
+reference rule; the lake's twin is to follow it.)
+
+A line's time is the broker's clock, the log's times are the controller's append times, and a broker applies a
+change a little after it is appended: a line is compared with every state the log went through within `skew_ms`
+of its time (the state as of the time `skew_ms` earlier, then after each change up to `skew_ms` later). It is
+`consistent` when one of them gives the logged decision, and the logged rule where the line names one (Kafka names
+one deciding ACL; any ACL the replayed state would decide by is accepted, since which of several matching ACLs
+Kafka meets first is its index's order). It is `unknown` when no known state gives it but some state in the window
+is not known (a hole in the dumps, ACLs that may or may not have been live, a time before the history), and
+`inconsistent` otherwise, with a sentence saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from replay.kafka.acl import AclBinding
+from replay.kafka.authorizer import (
+    REASON_ALLOW_ACL,
+    REASON_ALLOW_EVERYONE,
+    REASON_DENY_ACL,
+    REASON_NO_MATCH,
+    REASON_SUPER_USER,
+    Explanation,
+    StandardAuthorizer,
+)
+from replay.kafka.authorizer_log import DEFAULT_ALLOW, DEFAULT_DENY, MATCHING_ACL, SUPER_USER, LoggedDecision
+from replay.kafka.replayer import AclState, ReplayResult
+
+CONSISTENT, INCONSISTENT, UNKNOWN = "consistent", "inconsistent", "unknown"
+# Brokers apply a metadata change within moments of its append; NTP keeps clocks within milliseconds. Two seconds
+# covers both without letting a decision match a state minutes away.
+DEFAULT_SKEW_MS = 2000
+
+_RULE_OF_REASON = {REASON_SUPER_USER: SUPER_USER, REASON_DENY_ACL: MATCHING_ACL, REASON_ALLOW_ACL: MATCHING_ACL,
+                   REASON_ALLOW_EVERYONE: DEFAULT_ALLOW, REASON_NO_MATCH: DEFAULT_DENY}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """`verdict` (consistent, inconsistent, unknown), why in a sentence, and the offsets whose states were
+    compared (None when the time lies before the known history)."""
+
+    verdict: str
+    why: str
+    offsets: tuple[int, ...] | None
+
+
+def window_offsets(result: ReplayResult, time_ms: int, skew_ms: int = DEFAULT_SKEW_MS) -> tuple[int, ...] | None:
+    """The offsets whose states a broker may have held at `time_ms` of its clock: the state as of `time_ms -
+    skew_ms`, then each state a change made up to `time_ms + skew_ms`. None before the known history."""
+    first = result.offset_at_time(time_ms - skew_ms)
+    last = result.offset_at_time(time_ms + skew_ms)
+    if first is None or last is None:
+        return None
+    changes = sorted({e.offset for e in result.events if first < e.offset <= last})
+    return (first, *changes)
+
+
+def decision_at(state: AclState, line: LoggedDecision, super_users: str | Iterable[str] | None,
+                allow_everyone: bool) -> tuple[Explanation, dict[str, AclBinding]]:
+    """How a StandardAuthorizer holding the state's certain ACLs decides the logged request; with those ACLs."""
+    return _explain(state.certain, line, super_users, allow_everyone), state.certain
+
+
+def known_for(state: AclState, line: LoggedDecision) -> bool:
+    """Whether the state answers this request exactly: it is covered and complete, and none of the ACLs that may or
+    may not have been live covers the request's resource (only those can change a decision about it)."""
+    return state.covered and state.complete and not any(
+        _explain({"u": acl}, line, None, False).has_resource_acls for acl in state.uncertain.values())
+
+
+def _explain(acls: dict[str, AclBinding], line: LoggedDecision, super_users: str | Iterable[str] | None,
+             allow_everyone: bool) -> Explanation:
+    authorizer = StandardAuthorizer(super_users, allow_everyone)
+    authorizer.load_snapshot(acls)
+    authorizer.complete_initial_load()
+    return authorizer.explain(line.principal, line.host, line.operation, line.resource_type, line.resource_name,
+                              line.pattern_type)
+
+
+def mismatch(line: LoggedDecision, exp: Explanation, acls: dict[str, AclBinding]) -> str | None:
+    """Why the explanation is not the logged decision (None when it is): another decision, or the same one by
+    another rule or another ACL."""
+    logged = line.decision
+    if line.rule_kind == SUPER_USER and exp.reason != REASON_SUPER_USER:
+        return (f"logged as decided for a super user, but {line.principal} is not one of the super users given "
+                "(a super user nobody knew about?)")
+    if exp.result != logged:
+        return f"the replayed ACLs give {exp.result} ({exp.reason}), the broker logged {logged}"
+    if line.rule_kind is None:  # ZooKeeper-mode lines name no rule
+        return None
+    rule = _RULE_OF_REASON.get(exp.reason)
+    if rule != line.rule_kind:
+        return f"the same decision, but by {rule or exp.reason} where the broker logged {line.rule_kind}"
+    if rule == MATCHING_ACL and line.acl not in {acls[i] for i in exp.acl_ids}:
+        return "the same decision, but the ACL the broker named is not one the replayed ACLs decide by"
+    return None
+
+
+def verify(line: LoggedDecision, result: ReplayResult, super_users: str | Iterable[str] | None = None,
+           allow_everyone: bool = False, skew_ms: int = DEFAULT_SKEW_MS) -> Verdict:
+    """The verdict on one logged decision against the replayed history `result` (see the module docstring)."""
+    if line.time is None:
+        return Verdict(UNKNOWN, "the line has no time (a layout without %d)", None)
+    offsets = window_offsets(result, line.time, skew_ms)
+    if offsets is None:
+        return Verdict(UNKNOWN, "the time lies before the history the dumps hold", None)
+    unknown = ""
+    first_why = ""
+    for offset in offsets:
+        state = result.state_at(offset)
+        if not known_for(state, line):
+            unknown = unknown or (f"the ACLs at offset {offset} are not known exactly (a hole in the dumps, or ACLs "
+                                  "on this resource that may or may not have been live)")
+            continue
+        why = mismatch(line, *decision_at(state, line, super_users, allow_everyone))
+        if why is None:
+            return Verdict(CONSISTENT, f"as the replayed ACLs at offset {offset} decide it", offsets)
+        first_why = first_why or f"at offset {offset}: {why}"
+    if unknown:
+        return Verdict(UNKNOWN, unknown, offsets)
+    return Verdict(INCONSISTENT, first_why, offsets)

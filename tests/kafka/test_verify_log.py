@@ -1,0 +1,149 @@
+"""Verifying logged decisions against the replayed history (`replay.kafka.verify_log`, the reference rule).
+
+The lines here are written the way StandardAuthorizer writes them (`kafka_line`, from the format in
+`replay.kafka.authorizer_log`) for requests the sample's own ACLs decide; lines that a real broker wrote are the
+subject of the broker test that is still to come (issue 17 item 4)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.kafka.acl import RESOURCE_TYPE_PASCAL, AclBinding, ResourceType
+from replay.kafka.authorizer import (
+    REASON_ALLOW_ACL,
+    REASON_ALLOW_EVERYONE,
+    REASON_DENY_ACL,
+    REASON_SUPER_USER,
+)
+from replay.kafka.authorizer_log import LoggedDecision, parse_line
+from replay.kafka.dump import replay_paths
+from replay.kafka.replayer import AclState, ReplayResult
+from replay.kafka.times import format_time
+from replay.kafka.verify_log import CONSISTENT, INCONSISTENT, UNKNOWN, decision_at, known_for, verify
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "small-snapshots"
+AT = 150  # an offset of the sample whose state holds 33 ACLs, all known exactly
+
+
+@pytest.fixture(scope="module")
+def history() -> ReplayResult:
+    return replay_paths([str(SAMPLE)])
+
+
+def kafka_line(time_ms: int, principal: str, decision: str, operation: str, host: str, resource_type: str,
+               name: str, rule: str, api: str = "Metadata") -> str:
+    """A line as StandardAuthorizer logs it with Kafka's log4j layout (date in the broker's zone, here UTC)."""
+    when = format_time(time_ms).replace("T", " ").replace(".", ",").removesuffix("Z")
+    level = "INFO" if decision == "Denied" else "DEBUG"
+    return (f"[{when}] {level} Principal = {principal} is {decision} operation = {operation} from host = {host} on "
+            f"resource = {RESOURCE_TYPE_PASCAL[ResourceType[resource_type]]}:LITERAL:{name} for request = {api} with "
+            f"resourceRefCount = 1 based on rule {rule} (kafka.authorizer.logger)")
+
+
+def acl_text(b: AclBinding) -> str:
+    return (f"MatchingAcl(acl=StandardAcl(resourceType={b.resource_type}, resourceName={b.resource_name}, "
+            f"patternType={b.pattern_type}, principal={b.principal}, host={b.host}, operation={b.operation}, "
+            f"permissionType={b.permission_type}))")
+
+
+def request_of(b: AclBinding) -> tuple[str, str, str, str]:
+    """A request (principal, host, operation, resource name) that the ACL applies to."""
+    principal = b.principal if b.principal != "User:*" else "User:someone"
+    host = b.host if b.host != "*" else "10.9.8.7"
+    operation = b.operation if b.operation != "ALL" else "DESCRIBE"
+    name = {"LITERAL": b.resource_name if b.resource_name != "*" else "anything"}.get(
+        b.pattern_type, b.resource_name + "-x")
+    return principal, host, operation, name
+
+
+def logged_as_decided(history: ReplayResult, b: AclBinding, at: int = AT) -> LoggedDecision:
+    """The line a broker holding the sample's ACLs at offset `at` writes for a request `b` applies to."""
+    principal, host, operation, name = request_of(b)
+    probe = LoggedDecision(None, "", None, principal, host, operation, b.resource_type, "LITERAL", name, "Metadata",
+                           1, "", None, None, None)
+    exp, acls = decision_at(history.state_at(at), probe, None, False)
+    rule = {REASON_SUPER_USER: "SuperUser", REASON_ALLOW_EVERYONE: "DefaultAllow"}.get(exp.reason, "DefaultDeny")
+    if exp.reason in (REASON_DENY_ACL, REASON_ALLOW_ACL):
+        rule = acl_text(acls[exp.acl_ids[-1]])
+    time = history.time_of(at)
+    assert time is not None
+    line = parse_line(kafka_line(time, principal, "Allowed" if exp.allowed else "Denied", operation, host,
+                                 b.resource_type, name, rule))
+    assert line is not None
+    return line
+
+
+def lines(history: ReplayResult) -> list[LoggedDecision]:
+    state = history.state_at(AT)
+    assert state.exact and len(state.certain) > 20
+    return [logged_as_decided(history, b) for b in state.certain.values()]
+
+
+def test_what_the_acls_of_the_moment_decide_is_consistent(history: ReplayResult) -> None:
+    got = [verify(line, history, skew_ms=0) for line in lines(history)]
+    assert {v.verdict for v in got} == {CONSISTENT}, [v.why for v in got if v.verdict != CONSISTENT]
+    kinds = {line.rule_kind for line in lines(history)}
+    assert kinds >= {"MatchingAcl", "DefaultDeny"}, kinds  # allowed and denied by ACLs, and by no matching ACL
+
+
+def test_a_flipped_decision_is_inconsistent_and_says_why(history: ReplayResult) -> None:
+    for line in lines(history):
+        flipped = dataclasses.replace(line, decision="DENIED" if line.decision == "ALLOWED" else "ALLOWED")
+        v = verify(flipped, history, skew_ms=0)
+        assert v.verdict == INCONSISTENT and f"the broker logged {flipped.decision}" in v.why, v
+
+
+def test_another_principal_allowed_by_an_acl_is_inconsistent(history: ReplayResult) -> None:
+    allowed = [line for line in lines(history) if line.decision == "ALLOWED" and line.acl is not None
+               and line.acl.principal != "User:*"]
+    assert allowed
+    for line in allowed:
+        v = verify(dataclasses.replace(line, principal="User:not-in-any-acl"), history, skew_ms=0)
+        assert v.verdict == INCONSISTENT, v
+
+
+def test_a_super_user_nobody_named(history: ReplayResult) -> None:
+    line = dataclasses.replace(lines(history)[0], decision="ALLOWED", rule="SuperUser", rule_kind="SuperUser",
+                               acl=None, principal="User:root")
+    v = verify(line, history, skew_ms=0)
+    assert v.verdict == INCONSISTENT and "super user nobody knew about" in v.why
+    assert verify(line, history, super_users="User:root", skew_ms=0).verdict == CONSISTENT
+
+
+def test_a_line_before_the_history_or_without_a_time_is_unknown(history: ReplayResult) -> None:
+    line = lines(history)[0]
+    assert verify(dataclasses.replace(line, time=1), history).verdict == UNKNOWN
+    assert verify(dataclasses.replace(line, time=None), history).verdict == UNKNOWN
+
+
+def test_the_skew_window_takes_the_states_just_before_and_after(history: ReplayResult) -> None:
+    """A request allowed by an ACL, logged a little before the ACL was appended, is consistent within the skew and
+    not without it (the broker's clock, or its lag in applying changes, can put a line on either side)."""
+    def first_allowed_by_its_creation() -> LoggedDecision:
+        for e in history.events:
+            if e.change.value != "CREATE" or not e.exact or e.binding.permission_type != "ALLOW" or e.offset == 0:
+                continue
+            after = logged_as_decided(history, e.binding, e.offset)
+            before, _ = decision_at(history.state_at(e.offset - 1), after, None, False)
+            time, earlier = history.time_of(e.offset), history.time_of(e.offset - 1)
+            if after.decision == "ALLOWED" and not before.allowed and time and earlier and earlier < time - 1:
+                return dataclasses.replace(after, time=(time + earlier) // 2)  # between the two appends
+        raise AssertionError("the sample has no ACL whose creation allows what was denied before")
+
+    line = first_allowed_by_its_creation()
+    assert verify(line, history, skew_ms=2000).verdict == CONSISTENT
+    assert verify(line, history, skew_ms=0).verdict == INCONSISTENT
+
+
+def test_a_state_with_a_possible_acl_on_the_resource_is_not_known_for_it() -> None:
+    line: Any = LoggedDecision(0, "", None, "User:a", "10.0.0.1", "READ", "TOPIC", "LITERAL", "orders", "Fetch", 1,
+                               "DENIED", "DefaultDeny", "DefaultDeny", None)
+    other = AclBinding("TOPIC", "payments", "LITERAL", "User:a", "*", "READ", "ALLOW")
+    same = AclBinding("TOPIC", "ord", "PREFIXED", "User:b", "*", "READ", "ALLOW")
+    assert known_for(AclState(5, {}, {"x": other}, True, True), line)
+    assert not known_for(AclState(5, {}, {"x": same}, True, True), line)
+    assert not known_for(AclState(5, {}, {}, False, True), line) and not known_for(AclState(5, {}, {}, True, False), line)
