@@ -681,6 +681,50 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
+    """`audit verify-log`: each logged decision of the broker logs against the history the dumps hold (the reference
+    engine, no Spark), then a summary on stderr."""
+    from collections import Counter
+
+    from replay.kafka.authorizer_log import LineProblem, parse_zone
+    from replay.kafka.verify_log import Verifier, verdict_rows
+
+    try:
+        zone = parse_zone(args.log_time_zone)
+    except ValueError as err:
+        raise QuestionError(str(err)) from err
+    summary = ProblemSummary()
+    sources, _ignored = discover(args.dumps)
+    if not sources:
+        raise QuestionError(f"no metadata log files under {' '.join(args.dumps)}: give --dumps DIR of the "
+                            "cluster's __cluster_metadata dumps")
+    try:
+        result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary, needed_only=True)
+    finally:
+        _print_summary(summary)
+    verifier = Verifier(result, args.super_users, args.allow_everyone_if_no_acl_found, args.skew_ms)
+    unreadable: list[LineProblem] = []
+
+    def told(problem: LineProblem) -> None:
+        unreadable.append(problem)
+        print(f"{problem.path}:{problem.line}: {problem.message}", file=sys.stderr)
+
+    counts: Counter[str] = Counter()
+
+    def counted() -> Iterator[dict[str, Any]]:
+        for row in verdict_rows(args.logs, verifier, zone, told):
+            counts[row["verdict"]] += 1
+            yield row
+
+    _renderer(args, out).rows(counted(), people=["verdict", "time", "principal", "host", "operation",
+                                                 "resource_type", "resource_name", "decision", "why"])
+    told_counts = ", ".join(f"{counts[v]} {v}" for v in ("consistent", "inconsistent", "unknown"))
+    print(f"verify-log: {sum(counts.values())} logged decision(s): {told_counts}; {len(unreadable)} line(s) that "
+          "look like decisions could not be read", file=sys.stderr)
+    bad = counts["inconsistent"] or unreadable or (args.strict and summary.total)
+    return EXIT_PROBLEMS if args.strict and bad else EXIT_OK
+
+
 def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--lake", help="lake directory (default ./lakehouse)")
@@ -886,9 +930,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
-    """`audit who-can|what-can|changes|timeline|risky`: one subcommand each, with only the flags it reads."""
+    """`audit who-can|what-can|changes|timeline|risky|verify-log`: one subcommand each, with only the flags it
+    reads."""
     p = sub.add_parser("audit", parents=[output], help="point-in-time audits: who-can, what-can, changes, "
-                                                       "timeline, risky")
+                                                       "timeline, risky, verify-log")
     audits = p.add_subparsers(dest="audit", required=True, metavar="AUDIT")
 
     def audit(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -920,6 +965,26 @@ def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
     a.add_argument("--operation", help="only this operation")
     _resource_flags(a)
     _broker_options(a)
+
+    v = audits.add_parser("verify-log", parents=[output], help=(
+        "was each decision a broker's authorizer log records the one the ACLs of that moment give? (from dump files)"),
+        description="Reads Kafka's authorizer log (kafka.authorizer.logger: StandardAuthorizer or the older "
+                    "AclAuthorizer, plain or gzip) and gives each logged decision a verdict against the history the "
+                    "dumps hold: consistent, inconsistent (with why) or unknown (a hole, or a time before the "
+                    "history).")
+    v.add_argument("logs", nargs="+", metavar="LOG", help="authorizer log files (kafka-authorizer.log*)")
+    v.add_argument("--dumps", action="append", required=True, metavar="PATH",
+                   help="the cluster's __cluster_metadata dumps (files or directories; repeat for several)")
+    v.add_argument("--skew-ms", type=int, default=2000,
+                   help="how far the broker's log clock and apply lag may put a line from the metadata log's "
+                        "append times (default 2000)")
+    v.add_argument("--log-time-zone", default="UTC",
+                   help="the zone of log dates that carry none (log4j's default %%d): UTC, +01:00, Europe/Berlin")
+    v.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
+    v.add_argument("--strict", action="store_true",
+                   help="exit 3 when a decision is inconsistent, a line cannot be read, or the dumps have problems")
+    _broker_options(v)
+    v.set_defaults(func=cmd_verify_log)
 
     a = audit("risky", "risky grants: ALLOWs for User:*, of ALL, on the resource * or on every prefix; topics no ACL "
                        "covers when everyone is allowed; over all of history, or as of a moment")

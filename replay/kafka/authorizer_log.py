@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from replay.kafka.acl import AclBinding, AclOperation, ResourceType
 
@@ -38,7 +39,6 @@ _ACL = re.compile(
     r"MatchingAcl\(acl=StandardAcl[(\[]resourceType=(?P<rtype>\w+), resourceName=(?P<name>.*), "
     r"patternType=(?P<ptype>\w+), principal=(?P<principal>.*), host=(?P<host>.*), operation=(?P<op>\w+), "
     r"permissionType=(?P<perm>\w+)[)\]]\)")
-_ZONE = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
 
 
 class LogLineError(ValueError):
@@ -127,6 +127,22 @@ def parse_log_time(text: str, zone: tzinfo = timezone.utc) -> int:
     if at.tzinfo is None:
         at = at.replace(tzinfo=zone)
     return (at - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(milliseconds=1)
+
+
+def parse_zone(text: str) -> tzinfo:
+    """The zone a broker's log dates are in: `UTC`, an offset (`+01:00`, `-0500`) or a zone name
+    (`Europe/Berlin`)."""
+    m = re.fullmatch(r"([+-])(\d\d):?(\d\d)", text.strip())
+    if m is not None:
+        sign = 1 if m[1] == "+" else -1
+        return timezone(sign * timedelta(hours=int(m[2]), minutes=int(m[3])))
+    if text.strip().upper() in ("UTC", "Z"):
+        return timezone.utc
+    try:
+        return ZoneInfo(text.strip())
+    except (ZoneInfoNotFoundError, ValueError) as err:
+        raise ValueError(f"unknown time zone {text!r}: give UTC, an offset like +01:00, or a name like "
+                         "Europe/Berlin") from err
 
 
 @dataclass(frozen=True, slots=True)

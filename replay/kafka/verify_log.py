@@ -13,8 +13,11 @@ is not known (a hole in the dumps, ACLs that may or may not have been live, a ti
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import timezone, tzinfo
+from typing import Any
 
 from replay.kafka.acl import AclBinding
 from replay.kafka.authorizer import (
@@ -26,8 +29,17 @@ from replay.kafka.authorizer import (
     Explanation,
     StandardAuthorizer,
 )
-from replay.kafka.authorizer_log import DEFAULT_ALLOW, DEFAULT_DENY, MATCHING_ACL, SUPER_USER, LoggedDecision
+from replay.kafka.authorizer_log import (
+    DEFAULT_ALLOW,
+    DEFAULT_DENY,
+    MATCHING_ACL,
+    SUPER_USER,
+    LineProblem,
+    LoggedDecision,
+    read_log,
+)
 from replay.kafka.replayer import AclState, ReplayResult
+from replay.kafka.times import format_time
 
 CONSISTENT, INCONSISTENT, UNKNOWN = "consistent", "inconsistent", "unknown"
 # Brokers apply a metadata change within moments of its append; NTP keeps clocks within milliseconds. Two seconds
@@ -48,35 +60,47 @@ class Verdict:
     offsets: tuple[int, ...] | None
 
 
-def window_offsets(result: ReplayResult, time_ms: int, skew_ms: int = DEFAULT_SKEW_MS) -> tuple[int, ...] | None:
+def window_offsets(result: ReplayResult, time_ms: int, skew_ms: int = DEFAULT_SKEW_MS,
+                   changes: Sequence[int] | None = None) -> tuple[int, ...] | None:
     """The offsets whose states a broker may have held at `time_ms` of its clock: the state as of `time_ms -
-    skew_ms`, then each state a change made up to `time_ms + skew_ms`. None before the known history."""
+    skew_ms`, then each state a change made up to `time_ms + skew_ms` (`changes`: the sorted offsets of the
+    history's changes, when the caller has them). None before the known history."""
     first = result.offset_at_time(time_ms - skew_ms)
     last = result.offset_at_time(time_ms + skew_ms)
     if first is None or last is None:
         return None
-    changes = sorted({e.offset for e in result.events if first < e.offset <= last})
-    return (first, *changes)
+    if changes is None:
+        changes = change_offsets(result)
+    return (first, *changes[bisect.bisect_right(changes, first):bisect.bisect_right(changes, last)])
+
+
+def change_offsets(result: ReplayResult) -> list[int]:
+    """The offsets at which the history's visible ACLs change, sorted, each once."""
+    return sorted({e.offset for e in result.events})
 
 
 def decision_at(state: AclState, line: LoggedDecision, super_users: str | Iterable[str] | None,
                 allow_everyone: bool) -> tuple[Explanation, dict[str, AclBinding]]:
     """How a StandardAuthorizer holding the state's certain ACLs decides the logged request; with those ACLs."""
-    return _explain(state.certain, line, super_users, allow_everyone), state.certain
+    return _explain(_loaded(state.certain, super_users, allow_everyone), line), state.certain
 
 
 def known_for(state: AclState, line: LoggedDecision) -> bool:
     """Whether the state answers this request exactly: it is covered and complete, and none of the ACLs that may or
     may not have been live covers the request's resource (only those can change a decision about it)."""
     return state.covered and state.complete and not any(
-        _explain({"u": acl}, line, None, False).has_resource_acls for acl in state.uncertain.values())
+        _explain(_loaded({"u": acl}, None, False), line).has_resource_acls for acl in state.uncertain.values())
 
 
-def _explain(acls: dict[str, AclBinding], line: LoggedDecision, super_users: str | Iterable[str] | None,
-             allow_everyone: bool) -> Explanation:
+def _loaded(acls: dict[str, AclBinding], super_users: str | Iterable[str] | None,
+            allow_everyone: bool) -> StandardAuthorizer:
     authorizer = StandardAuthorizer(super_users, allow_everyone)
     authorizer.load_snapshot(acls)
     authorizer.complete_initial_load()
+    return authorizer
+
+
+def _explain(authorizer: StandardAuthorizer, line: LoggedDecision) -> Explanation:
     return authorizer.explain(line.principal, line.host, line.operation, line.resource_type, line.resource_name,
                               line.pattern_type)
 
@@ -103,23 +127,65 @@ def mismatch(line: LoggedDecision, exp: Explanation, acls: dict[str, AclBinding]
 def verify(line: LoggedDecision, result: ReplayResult, super_users: str | Iterable[str] | None = None,
            allow_everyone: bool = False, skew_ms: int = DEFAULT_SKEW_MS) -> Verdict:
     """The verdict on one logged decision against the replayed history `result` (see the module docstring)."""
-    if line.time is None:
-        return Verdict(UNKNOWN, "the line has no time (a layout without %d)", None)
-    offsets = window_offsets(result, line.time, skew_ms)
-    if offsets is None:
-        return Verdict(UNKNOWN, "the time lies before the history the dumps hold", None)
-    unknown = ""
-    first_why = ""
-    for offset in offsets:
-        state = result.state_at(offset)
-        if not known_for(state, line):
-            unknown = unknown or (f"the ACLs at offset {offset} are not known exactly (a hole in the dumps, or ACLs "
-                                  "on this resource that may or may not have been live)")
-            continue
-        why = mismatch(line, *decision_at(state, line, super_users, allow_everyone))
-        if why is None:
-            return Verdict(CONSISTENT, f"as the replayed ACLs at offset {offset} decide it", offsets)
-        first_why = first_why or f"at offset {offset}: {why}"
-    if unknown:
-        return Verdict(UNKNOWN, unknown, offsets)
-    return Verdict(INCONSISTENT, first_why, offsets)
+    return Verifier(result, super_users, allow_everyone, skew_ms).verify(line)
+
+
+class Verifier:
+    """Verdicts on the lines of a log against one history and broker configuration. A log's lines come in time
+    order, so the states (and the authorizers loaded with them) of the last few offsets are kept."""
+
+    KEPT = 64
+
+    def __init__(self, result: ReplayResult, super_users: str | Iterable[str] | None = None,
+                 allow_everyone: bool = False, skew_ms: int = DEFAULT_SKEW_MS) -> None:
+        self.result, self.super_users, self.allow_everyone, self.skew_ms = result, super_users, allow_everyone, skew_ms
+        self._changes = change_offsets(result)
+        self._states: dict[int, tuple[AclState, StandardAuthorizer]] = {}
+
+    def _at(self, offset: int) -> tuple[AclState, StandardAuthorizer]:
+        if offset not in self._states:
+            if len(self._states) >= self.KEPT:
+                self._states.pop(next(iter(self._states)))
+            state = self.result.state_at(offset)
+            self._states[offset] = (state, _loaded(state.certain, self.super_users, self.allow_everyone))
+        return self._states[offset]
+
+    def verify(self, line: LoggedDecision) -> Verdict:
+        if line.time is None:
+            return Verdict(UNKNOWN, "the line has no time (a layout without %d)", None)
+        offsets = window_offsets(self.result, line.time, self.skew_ms, self._changes)
+        if offsets is None:
+            return Verdict(UNKNOWN, "the time lies before the history the dumps hold", None)
+        unknown = first_why = ""
+        for offset in offsets:
+            state, authorizer = self._at(offset)
+            if not known_for(state, line):
+                unknown = unknown or (f"the ACLs at offset {offset} are not known exactly (a hole in the dumps, or "
+                                      "ACLs on this resource that may or may not have been live)")
+                continue
+            why = mismatch(line, _explain(authorizer, line), state.certain)
+            if why is None:
+                return Verdict(CONSISTENT, f"as the replayed ACLs at offset {offset} decide it", offsets)
+            first_why = first_why or f"at offset {offset}: {why}"
+        if unknown:
+            return Verdict(UNKNOWN, unknown, offsets)
+        return Verdict(INCONSISTENT, first_why, offsets)
+
+
+def verdict_rows(paths: Sequence[str], verifier: Verifier, zone: tzinfo = timezone.utc,
+                 on_problem: Callable[[LineProblem], None] | None = None) -> Iterator[dict[str, Any]]:
+    """One row per logged decision of the log files, in their order, with its verdict; a line that looks like a
+    decision and does not read goes to `on_problem` (never dropped unseen)."""
+    for path in paths:
+        for number, item in read_log(path, zone):
+            if isinstance(item, LineProblem):
+                if on_problem is not None:
+                    on_problem(item)
+                continue
+            v = verifier.verify(item)
+            yield {"verdict": v.verdict, "why": v.why, "time": format_time(item.time) if item.time is not None
+                   else None, "principal": item.principal, "host": item.host, "operation": item.operation,
+                   "resource_type": item.resource_type, "pattern_type": item.pattern_type,
+                   "resource_name": item.resource_name, "api": item.api, "decision": item.decision,
+                   "rule": item.rule, "offsets": list(v.offsets) if v.offsets is not None else None, "file": path,
+                   "line": number}

@@ -147,3 +147,33 @@ def test_a_state_with_a_possible_acl_on_the_resource_is_not_known_for_it() -> No
     assert known_for(AclState(5, {}, {"x": other}, True, True), line)
     assert not known_for(AclState(5, {}, {"x": same}, True, True), line)
     assert not known_for(AclState(5, {}, {}, False, True), line) and not known_for(AclState(5, {}, {}, True, False), line)
+
+
+def test_the_command_verifies_a_log_against_the_dumps(history: ReplayResult, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`kraft-replay audit verify-log`: a row per logged decision with its verdict, file and line; a line that
+    does not read is told on stderr with its place; `--strict` exits 3 when anything is off."""
+    import json
+
+    from replay import cli
+
+    good = lines(history)[0]
+    time = history.time_of(AT)
+    assert time is not None
+    decided = "Allowed" if good.decision == "ALLOWED" else "Denied"
+    text = kafka_line(time, good.principal, decided, good.operation, good.host, good.resource_type,
+                      good.resource_name, good.rule or "")
+    flipped = text.replace(f" is {decided} ", " is Denied " if decided == "Allowed" else " is Allowed ")
+    log = tmp_path / "kafka-authorizer.log"
+    log.write_text("\n".join([text, "[2026-11-20 14:00:00,000] INFO unrelated (kafka.server)", flipped,
+                              text.replace(" from host = ", " from hots = ")]) + "\n")
+    argv = ["audit", "verify-log", str(log), "--dumps", str(SAMPLE), "--skew-ms", "0", "--output", "json"]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    rows = json.loads(out)
+    assert [(r["verdict"], r["line"], r["file"]) for r in rows] == [(CONSISTENT, 1, str(log)),
+                                                                   (INCONSISTENT, 3, str(log))]
+    assert rows[1]["why"].startswith(f"at offset {AT}: the replayed ACLs give ") and rows[0]["offsets"] == [AT]
+    assert f"{log}:4: a decision of the authorizer log that does not read as one" in err
+    assert "2 logged decision(s): 1 consistent, 1 inconsistent, 0 unknown; 1 line(s)" in err
+    assert cli.main([*argv, "--strict"]) == 3
