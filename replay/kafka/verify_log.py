@@ -61,17 +61,21 @@ class Verdict:
 
 
 def window_offsets(result: ReplayResult, time_ms: int, skew_ms: int = DEFAULT_SKEW_MS,
-                   changes: Sequence[int] | None = None) -> tuple[int, ...] | None:
+                   changes: Sequence[int] | None = None) -> tuple[tuple[int, ...], bool] | None:
     """The offsets whose states a broker may have held at `time_ms` of its clock: the state as of `time_ms -
     skew_ms`, then each state a change made up to `time_ms + skew_ms` (`changes`: the sorted offsets of the
-    history's changes, when the caller has them). None before the known history."""
-    first = result.offset_at_time(time_ms - skew_ms)
+    history's changes, when the caller has them); and whether the window began before the history (it then starts
+    at the history's first offset). None when all of it lies before the history."""
     last = result.offset_at_time(time_ms + skew_ms)
-    if first is None or last is None:
+    if last is None:
         return None
+    first = result.offset_at_time(time_ms - skew_ms)
+    clipped = first is None
+    if first is None:
+        first = next(iter(result.times))[0]
     if changes is None:
         changes = change_offsets(result)
-    return (first, *changes[bisect.bisect_right(changes, first):bisect.bisect_right(changes, last)])
+    return (first, *changes[bisect.bisect_right(changes, first):bisect.bisect_right(changes, last)]), clipped
 
 
 def change_offsets(result: ReplayResult) -> list[int]:
@@ -153,10 +157,13 @@ class Verifier:
     def verify(self, line: LoggedDecision) -> Verdict:
         if line.time is None:
             return Verdict(UNKNOWN, "the line has no time (a layout without %d)", None)
-        offsets = window_offsets(self.result, line.time, self.skew_ms, self._changes)
-        if offsets is None:
+        window = window_offsets(self.result, line.time, self.skew_ms, self._changes)
+        if window is None:
             return Verdict(UNKNOWN, "the time lies before the history the dumps hold", None)
+        offsets, clipped = window
         unknown = first_why = ""
+        if clipped:
+            unknown = f"the line is within {self.skew_ms} ms of the start of the history the dumps hold"
         for offset in offsets:
             state, authorizer = self._at(offset)
             if not known_for(state, line):

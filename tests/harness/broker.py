@@ -67,6 +67,7 @@ STORAGE_TOOL = "kafka.tools.StorageTool"  # what bin/kafka-storage.sh runs
 SERVER_MAIN = "kafka.Kafka"  # what bin/kafka-server-start.sh runs
 READY_LINE = "Kafka Server started"  # KafkaRaftServer logs it once broker and controller are up
 LOG4J_BROKER = Path(__file__).parent / "log4j2-kafka.xml"
+LOG4J_AUTHORIZER = Path(__file__).parent / "log4j2-kafka-authorizer.xml"  # also the authorizer's decisions
 NODE_ID = 1
 
 
@@ -120,9 +121,13 @@ class BrokerConfig:
     append_linger_ms: int | None = None  # controller.quorum.append.linger.ms (Kafka: 25 ms)
     quorum: str = "dynamic"  # "dynamic": KIP-853 --standalone; "static": controller.quorum.voters
     heap: str = "512m"
+    # a SASL_PLAINTEXT listener (mechanism PLAIN) with these users and passwords, besides the PLAINTEXT one
+    sasl_users: dict[str, str] = field(default_factory=dict)
+    authorizer_log: bool = False  # kafka.authorizer.logger at DEBUG into logs/kafka-authorizer.log
+    time_zone: str | None = None  # the JVM's user.timezone (the zone of the logs' dates)
     extra: dict[str, str] = field(default_factory=dict)
 
-    def properties(self, work: Path, broker_port: int, controller_port: int) -> dict[str, str]:
+    def properties(self, work: Path, broker_port: int, controller_port: int, sasl_port: int = 0) -> dict[str, str]:
         p: dict[str, str] = {
             "process.roles": "broker,controller",
             "node.id": str(NODE_ID),
@@ -150,6 +155,14 @@ class BrokerConfig:
             "background.threads": "2",
             "num.recovery.threads.per.data.dir": "1",
         }
+        if self.sasl_users:
+            for key in ("listeners", "advertised.listeners"):
+                p[key] += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+            p["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+            p["sasl.enabled.mechanisms"] = "PLAIN"
+            users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(self.sasl_users.items()))
+            p["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = \
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
         if self.quorum == "dynamic":
             p["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{controller_port}"
         elif self.quorum == "static":
@@ -239,6 +252,7 @@ class KafkaBroker:
         self._cluster_id = cluster_id
         self.broker_port = 0
         self.controller_port = 0
+        self.sasl_port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.pid: int | None = None
         self.start_seconds: float | None = None
@@ -259,6 +273,16 @@ class KafkaBroker:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT listener (`BrokerConfig.sasl_users`)."""
+        return f"127.0.0.1:{self.sasl_port}"
+
+    @property
+    def authorizer_log(self) -> Path:
+        """Where `BrokerConfig.authorizer_log` makes the broker write its authorizer's decisions."""
+        return self.log_dir / "kafka-authorizer.log"
 
     @property
     def controller(self) -> str:
@@ -292,13 +316,20 @@ class KafkaBroker:
                             self.broker_port = port
                         elif listener.startswith("CONTROLLER://"):
                             self.controller_port = port
+                        elif listener.startswith("SASL_PLAINTEXT://"):
+                            self.sasl_port = port
         if not self.broker_port:
             self.broker_port = free_port()
         if not self.controller_port:
             self.controller_port = free_port()
             while self.controller_port == self.broker_port:
                 self.controller_port = free_port()
-        _write_properties(self.config_path, self.config.properties(self.work, self.broker_port, self.controller_port))
+        if self.config.sasl_users and not self.sasl_port:
+            self.sasl_port = free_port()
+            while self.sasl_port in (self.broker_port, self.controller_port):
+                self.sasl_port = free_port()
+        _write_properties(self.config_path, self.config.properties(self.work, self.broker_port, self.controller_port,
+                                                                   self.sasl_port))
 
     def format(self) -> None:
         """`kafka-storage format`: meta.properties, bootstrap.checkpoint (and the KIP-853 bootstrap snapshot)."""
@@ -340,7 +371,7 @@ class KafkaBroker:
 
     def _discard_fresh_storage(self) -> None:
         """Forget the ports and the storage formatted for them (nothing was written to it but the format)."""
-        self.broker_port = self.controller_port = 0
+        self.broker_port = self.controller_port = self.sasl_port = 0
         self.config_path.unlink(missing_ok=True)
         shutil.rmtree(self.metadata_log_dir, ignore_errors=True)
         shutil.rmtree(self.work / "data", ignore_errors=True)
@@ -353,7 +384,8 @@ class KafkaBroker:
         cmd = [
             java(), f"-Xmx{self.config.heap}", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true", *UTF8_FLAGS, f"-Dkafka.logs.dir={self.log_dir}",
-            f"-Dlog4j2.configurationFile={LOG4J_BROKER}",
+            f"-Dlog4j2.configurationFile={LOG4J_AUTHORIZER if self.config.authorizer_log else LOG4J_BROKER}",
+            *([f"-Duser.timezone={self.config.time_zone}"] if self.config.time_zone else []),
             "-cp", broker_classpath(), SERVER_MAIN, str(self.config_path),
         ]
         t0 = time.monotonic()

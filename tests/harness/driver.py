@@ -1,6 +1,7 @@
-"""Run `java/AclHistoryDriver.java` (compiled on demand) against a broker: a scripted ACL history through Kafka's
-Admin API, writing `describeAcls(ANY)` and the metadata log offsets at each checkpoint. See the Java file's header
-for the input and output formats.
+"""Run our Java drivers (compiled on demand) against a broker: `java/AclHistoryDriver.java` plays a scripted ACL
+history through Kafka's Admin API, writing `describeAcls(ANY)` and the metadata log offsets at each checkpoint;
+`java/AccessDriver.java` makes requests as SASL users across ACL changes. See the Java files' headers for the input
+and output formats.
 """
 
 from __future__ import annotations
@@ -46,3 +47,23 @@ def run_history(bootstrap: str, ops: Path, out: Path, op_log: Path | None = None
         raise DriverError(f"AclHistoryDriver printed no summary:\n{proc.stdout}\n{proc.stderr[-2000:]}")
     summary: dict[str, Any] = json.loads(lines[-1])
     return summary
+
+
+ACCESS_MAIN = "AccessDriver"
+
+
+def run_access(admin_bootstrap: str, sasl_bootstrap: str, script: list[dict[str, Any]], out: Path,
+               timeout: float = 900.0) -> list[dict[str, Any]]:
+    """Play `script` with `java/AccessDriver.java` (topics and ACL changes as the admin over PLAINTEXT, requests as
+    SASL/PLAIN users); returns each request's outcome (`ok` or the exception that refused it)."""
+    steps = out.with_suffix(".script.jsonl")
+    steps.write_text("".join(json.dumps(s) + "\n" for s in script))
+    cp = os.pathsep.join([str(compiled_classes()), kafka_classpath(), *map(str, logging_jars())])
+    cmd = [java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *UTF8_FLAGS,
+           f"-Dlog4j2.configurationFile={LOG4J_TOOLS}", "-cp", cp, ACCESS_MAIN, "--admin", admin_bootstrap,
+           "--sasl", sasl_bootstrap, "--script", str(steps), "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout)
+    if proc.returncode != 0:
+        raise DriverError(f"AccessDriver failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    out.with_suffix(".stderr.txt").write_text(proc.stderr)  # why each refused request was refused
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]

@@ -23,7 +23,7 @@ JAVA_SOURCES = Path(__file__).parent / "java"
 LOG4J_TOOLS = Path(__file__).parent / "log4j2-tools.xml"
 # Java 17 prints with the platform charset unless told otherwise; resource names and principals may be non-ASCII.
 UTF8_FLAGS = ("-Dfile.encoding=UTF-8", "-Dsun.stdout.encoding=UTF-8", "-Dsun.stderr.encoding=UTF-8")
-HARNESS_SOURCES = ("AclHistoryDriver.java",)
+HARNESS_SOURCES = ("AclHistoryDriver.java", "AccessDriver.java")
 
 
 class JavaError(RuntimeError):

@@ -1,0 +1,130 @@
+"""Issue 17 item 4: a real broker's authorizer log, verified against its own metadata log.
+
+The broker has a SASL_PLAINTEXT listener (PLAIN, three users, so principals are real) and writes
+`kafka.authorizer.logger` at DEBUG into its own file, with its dates in Europe/Berlin time. The users describe,
+produce and consume across ACL changes, so that the same request is denied, then allowed, then denied again. Every
+line Kafka wrote is `consistent` with the replayed history; a copy with some decisions flipped and some principals
+swapped gives exactly those lines as `inconsistent`."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from replay.kafka.authorizer_log import LineProblem, LoggedDecision, read_log
+from replay.kafka.dump import replay_paths
+from replay.kafka.verify_log import CONSISTENT, INCONSISTENT, Verifier
+from tests.harness.broker import BrokerConfig, KafkaBroker
+from tests.harness.driver import run_access
+
+pytestmark = [pytest.mark.kafka]
+
+USERS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw"}
+SUPER_USERS = "User:ANONYMOUS;User:admin"  # the harness broker's (BrokerConfig.properties)
+ZONE = "Europe/Berlin"
+PAUSE = {"op": "sleep", "ms": 3000}  # more than the verification's 2 s skew on each side of an ACL change
+
+
+def acl(principal: str, rtype: str, name: str, operation: str, permission: str = "ALLOW", pattern: str = "LITERAL",
+        host: str = "*") -> dict[str, str]:
+    return {"resource_type": rtype, "resource_name": name, "pattern_type": pattern, "principal": principal,
+            "host": host, "operation": operation, "permission_type": permission}
+
+
+def as_user(user: str, op: str, topic: str, **more: str) -> dict[str, Any]:
+    return {"op": op, "user": user, "password": USERS[user], "topic": topic, **more}
+
+
+PHASE = [as_user("alice", "describe", "orders"), as_user("alice", "produce", "orders"),
+         as_user("bob", "consume", "payments", group="g1"), as_user("carol", "describe", "payments"),
+         as_user("carol", "produce", "payments")]
+GRANTS = [acl("User:alice", "TOPIC", "orders", "WRITE"), acl("User:alice", "TOPIC", "orders", "DESCRIBE"),
+          acl("User:bob", "TOPIC", "pay", "READ", pattern="PREFIXED"), acl("User:bob", "GROUP", "g1", "READ"),
+          acl("User:carol", "TOPIC", "*", "DESCRIBE")]
+SCRIPT = [{"op": "topics", "names": ["orders", "payments"]}, PAUSE, *PHASE, PAUSE,
+          {"op": "create_acls", "acls": GRANTS}, PAUSE, *PHASE, PAUSE,
+          {"op": "create_acls", "acls": [acl("User:alice", "TOPIC", "orders", "DESCRIBE", "DENY", host="127.0.0.1")]},
+          {"op": "delete_acls", "acls": [acl("User:bob", "GROUP", "g1", "READ")]}, PAUSE, *PHASE]
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict[str, Any]]]:
+    """The broker's metadata log directory, its authorizer log, and the outcome of each request."""
+    work = tmp_path_factory.mktemp("authorizer-log")
+    config = BrokerConfig(sasl_users={"admin": "admin-pw", **USERS}, authorizer_log=True, time_zone=ZONE)
+    with KafkaBroker(work / "broker", config) as broker:
+        outcomes = run_access(broker.bootstrap, broker.sasl_bootstrap, SCRIPT, work / "outcomes.jsonl")
+    return broker.metadata_dir, broker.authorizer_log, outcomes
+
+
+def decisions(log: Path) -> list[tuple[int, LoggedDecision]]:
+    got = list(read_log(str(log), ZoneInfo(ZONE)))
+    problems = [x for _, x in got if isinstance(x, LineProblem)]
+    assert not problems, problems[:3]
+    return [(n, x) for n, x in got if isinstance(x, LoggedDecision)]
+
+
+def test_the_same_request_is_denied_allowed_and_denied_again(logged: tuple[Path, Path, list[dict[str, Any]]]
+                                                             ) -> None:
+    _, _, outcomes = logged
+    phases = [[o["outcome"] for o in outcomes[i:i + len(PHASE)]] for i in range(0, len(outcomes), len(PHASE))]
+    assert len(phases) == 3
+    alice_describe = [p[0] for p in phases]
+    assert alice_describe[0] != "ok" and alice_describe[1] == "ok" and alice_describe[2] != "ok", phases
+    bob_consume = [p[2] for p in phases]
+    assert bob_consume[0] != "ok" and bob_consume[1] == "ok" and bob_consume[2] != "ok", phases
+    assert phases[1][3] == "ok" and phases[1][4] != "ok", phases  # carol may describe any topic, not write
+
+
+def test_every_line_the_broker_logged_is_consistent(logged: tuple[Path, Path, list[dict[str, Any]]]) -> None:
+    meta, log, _ = logged
+    history = replay_paths([str(meta)])
+    lines = decisions(log)
+    verifier = Verifier(history, SUPER_USERS)
+    verdicts = [(n, line, verifier.verify(line)) for n, line in lines]
+    wrong = [(n, v.verdict, v.why) for n, _, v in verdicts if v.verdict != CONSISTENT]
+    assert not wrong, wrong[:5]
+    seen = Counter((line.decision, line.rule_kind) for _, line in lines)
+    assert {("ALLOWED", "MatchingAcl"), ("DENIED", "MatchingAcl"), ("DENIED", "DefaultDeny"),
+            ("ALLOWED", "SuperUser")} <= set(seen), seen
+    assert {line.principal for _, line in lines} >= {"User:alice", "User:bob", "User:carol"}
+
+
+def test_a_tampered_copy_gives_exactly_the_tampered_lines(logged: tuple[Path, Path, list[dict[str, Any]]],
+                                                          tmp_path: Path) -> None:
+    """Decisions flipped on some of the users' lines, and User:alice named instead of User:dave on lines an ACL of
+    hers allowed: those lines, and only those, are inconsistent."""
+    meta, log, _ = logged
+    text = log.read_text().splitlines()
+    users = [(n, line) for n, line in decisions(log) if line.principal in {"User:bob", "User:carol"}]
+    flipped = {n for n, _ in users[::3]}
+    hers = {n for n, line in decisions(log)
+            if line.principal == "User:alice" and line.decision == "ALLOWED" and line.rule_kind == "MatchingAcl"}
+    assert flipped and hers
+    for n in flipped:
+        text[n - 1] = re.sub(r" is (Allowed|Denied) ", lambda m: " is Denied " if m[1] == "Allowed" else " is Allowed ",
+                             text[n - 1], count=1)
+    for n in hers:
+        text[n - 1] = text[n - 1].replace("Principal = User:alice ", "Principal = User:dave ", 1)
+    copy = tmp_path / "kafka-authorizer.log"
+    copy.write_text("\n".join(text) + "\n")
+    verifier = Verifier(replay_paths([str(meta)]), SUPER_USERS)
+    bad = {n for n, line in decisions(copy) if verifier.verify(line).verdict == INCONSISTENT}
+    assert bad == flipped | hers
+
+
+def test_the_command_on_the_real_log(logged: tuple[Path, Path, list[dict[str, Any]]],
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from replay import cli
+
+    meta, log, _ = logged
+    code = cli.main(["audit", "verify-log", str(log), "--dumps", str(meta), "--super-users", SUPER_USERS,
+                     "--log-time-zone", ZONE, "--strict", "--output", "jsonl"])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    assert "0 inconsistent, 0 unknown; 0 line(s)" in err and out.count("\n") == len(decisions(log))
