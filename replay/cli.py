@@ -681,35 +681,48 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
-    """`audit verify-log`: each logged decision of the broker logs against the history the dumps hold (the reference
-    engine, no Spark), then a summary on stderr."""
-    from collections import Counter
-
-    from replay.kafka.authorizer_log import LineProblem, parse_zone
-    from replay.kafka.verify_log import Verifier, verdict_rows
+def _log_verifier(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The history of `--dumps` (its problems told on stderr) as a `Verifier` with the broker's settings, and the
+    zone of the logs' dates: what `audit verify-log` and `audit unused` start from."""
+    from replay.kafka.authorizer_log import parse_zone
+    from replay.kafka.verify_log import Verifier
 
     try:
         zone = parse_zone(args.log_time_zone)
     except ValueError as err:
         raise QuestionError(str(err)) from err
-    summary = ProblemSummary()
     sources, _ignored = discover(args.dumps)
     if not sources:
         raise QuestionError(f"no metadata log files under {' '.join(args.dumps)}: give --dumps DIR of the "
                             "cluster's __cluster_metadata dumps")
+    args.dump_problems = ProblemSummary()
     try:
-        result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary, needed_only=True)
+        result = replay_sources(sources, high_watermark=args.high_watermark, summary=args.dump_problems,
+                                needed_only=True)
     finally:
-        _print_summary(summary)
-    verifier = Verifier(result, args.super_users, args.allow_everyone_if_no_acl_found, args.skew_ms)
-    unreadable: list[LineProblem] = []
+        _print_summary(args.dump_problems)
+    return Verifier(result, args.super_users, args.allow_everyone_if_no_acl_found, args.skew_ms), zone
 
-    def told(problem: LineProblem) -> None:
-        unreadable.append(problem)
-        print(f"{problem.path}:{problem.line}: {problem.message}", file=sys.stderr)
 
+def _told(problem: Any) -> None:
+    """A log line that looks like a decision and does not read: on stderr, with its place."""
+    print(f"{problem.path}:{problem.line}: {problem.message}", file=sys.stderr)
+
+
+def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
+    """`audit verify-log`: each logged decision of the broker logs against the history the dumps hold (the reference
+    engine, no Spark), then a summary on stderr."""
+    from collections import Counter
+
+    from replay.kafka.verify_log import verdict_rows
+
+    verifier, zone = _log_verifier(args)
+    unreadable: list[Any] = []
     counts: Counter[str] = Counter()
+
+    def told(problem: Any) -> None:
+        unreadable.append(problem)
+        _told(problem)
 
     def counted() -> Iterator[dict[str, Any]]:
         for row in verdict_rows(args.logs, verifier, zone, told):
@@ -721,8 +734,40 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
     told_counts = ", ".join(f"{counts[v]} {v}" for v in ("consistent", "inconsistent", "unknown"))
     print(f"verify-log: {sum(counts.values())} logged decision(s): {told_counts}; {len(unreadable)} line(s) that "
           "look like decisions could not be read", file=sys.stderr)
-    bad = counts["inconsistent"] or unreadable or (args.strict and summary.total)
+    bad = counts["inconsistent"] or unreadable or args.dump_problems.total
     return EXIT_PROBLEMS if args.strict and bad else EXIT_OK
+
+
+def cmd_unused(args: argparse.Namespace, out: TextIO) -> int:
+    """`audit unused`: the ACLs no logged decision of the window used, and per principal granted against used."""
+    from replay.kafka.authorizer_log import LoggedDecision, read_log
+    from replay.kafka.unused_acls import acl_rows, principal_rows, usage
+
+    verifier, zone = _log_verifier(args)
+    unreadable: list[Any] = []
+
+    def lines() -> Iterator[LoggedDecision]:
+        for path in args.logs:
+            for _, item in read_log(path, zone):
+                if isinstance(item, LoggedDecision):
+                    yield item
+                else:
+                    unreadable.append(item)
+                    _told(item)
+
+    used = usage(lines(), verifier, args.from_time, args.to_time)
+    acls = acl_rows(verifier.result, used, args.from_time, args.to_time)
+    if args.only_unused:
+        acls = [r for r in acls if not r["used"]]
+    _renderer(args, out).sets({"acls": acls, "principals": principal_rows(verifier.result, used, args.from_time,
+                                                                          args.to_time)})
+    print(f"unused: {used.lines} logged decision(s) in the window, {used.allowed} allowed; {used.not_consistent} not "
+          f"consistent with the ACLs, so credited to none (see audit verify-log); {len(unreadable)} unreadable",
+          file=sys.stderr)
+    if used.lines and not used.allowed:
+        print("warning: the logs hold no allowed decision: kafka.authorizer.logger was at INFO (denials only), so "
+              "every ALLOW looks unused; set it to DEBUG on the brokers to see what is used", file=sys.stderr)
+    return EXIT_PROBLEMS if args.strict and (used.not_consistent or unreadable) else EXIT_OK
 
 
 def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> None:
@@ -767,6 +812,21 @@ def _broker_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--super-users", default="", help="the broker's super.users, e.g. 'User:admin;User:ops'")
     p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
                    help="the broker ran with allow.everyone.if.no.acl.found=true")
+
+
+def _log_options(p: argparse.ArgumentParser, strict: str) -> None:
+    """What the audits of broker logs read: the logs, the dumps, the broker's settings and clock."""
+    p.add_argument("logs", nargs="+", metavar="LOG", help="authorizer log files (kafka-authorizer.log*)")
+    p.add_argument("--dumps", action="append", required=True, metavar="PATH",
+                   help="the cluster's __cluster_metadata dumps (files or directories; repeat for several)")
+    p.add_argument("--skew-ms", type=int, default=2000,
+                   help="how far the broker's log clock and apply lag may put a line from the metadata log's "
+                        "append times (default 2000)")
+    p.add_argument("--log-time-zone", default="UTC",
+                   help="the zone of log dates that carry none (log4j's default %%d): UTC, +01:00, Europe/Berlin")
+    p.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
+    p.add_argument("--strict", action="store_true", help=strict)
+    _broker_options(p)
 
 
 def _span_options(p: argparse.ArgumentParser) -> None:
@@ -930,10 +990,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
-    """`audit who-can|what-can|changes|timeline|risky|verify-log`: one subcommand each, with only the flags it
-    reads."""
+    """`audit who-can|what-can|changes|timeline|risky|verify-log|unused`: one subcommand each, with only the flags
+    it reads."""
     p = sub.add_parser("audit", parents=[output], help="point-in-time audits: who-can, what-can, changes, "
-                                                       "timeline, risky, verify-log")
+                                                       "timeline, risky; of broker logs: verify-log, unused")
     audits = p.add_subparsers(dest="audit", required=True, metavar="AUDIT")
 
     def audit(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -972,19 +1032,21 @@ def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
                     "AclAuthorizer, plain or gzip) and gives each logged decision a verdict against the history the "
                     "dumps hold: consistent, inconsistent (with why) or unknown (a hole, or a time before the "
                     "history).")
-    v.add_argument("logs", nargs="+", metavar="LOG", help="authorizer log files (kafka-authorizer.log*)")
-    v.add_argument("--dumps", action="append", required=True, metavar="PATH",
-                   help="the cluster's __cluster_metadata dumps (files or directories; repeat for several)")
-    v.add_argument("--skew-ms", type=int, default=2000,
-                   help="how far the broker's log clock and apply lag may put a line from the metadata log's "
-                        "append times (default 2000)")
-    v.add_argument("--log-time-zone", default="UTC",
-                   help="the zone of log dates that carry none (log4j's default %%d): UTC, +01:00, Europe/Berlin")
-    v.add_argument("--high-watermark", type=int, metavar="HW", help="committed point, if known (see README)")
-    v.add_argument("--strict", action="store_true",
-                   help="exit 3 when a decision is inconsistent, a line cannot be read, or the dumps have problems")
-    _broker_options(v)
+    _log_options(v, "exit 3 when a decision is inconsistent, a line cannot be read, or the dumps have problems")
     v.set_defaults(func=cmd_verify_log)
+
+    u = audits.add_parser("unused", parents=[output], help=(
+        "least privilege: ACLs that decided no logged request in a window, and per principal granted against used "
+        "(from dump files and authorizer logs at DEBUG)"),
+        description="Credits each logged decision that verify-log finds consistent to the ACL that decided it, and "
+                    "lists the ACLs live in the window with the decisions they made and the hosts those came "
+                    "from (unused first), and per principal the operations granted, used, and its ALLOWs that "
+                    "decided nothing. Needs the authorizer logger at DEBUG: at INFO only denials are logged.")
+    u.add_argument("--from", dest="from_time", type=time_argument, metavar="T1", help="window start (default: all)")
+    u.add_argument("--to", dest="to_time", type=time_argument, metavar="T2", help="window end (default: all)")
+    u.add_argument("--only-unused", action="store_true", help="list only the ACLs that decided nothing")
+    _log_options(u, "exit 3 when a line is not consistent with the ACLs or cannot be read")
+    u.set_defaults(func=cmd_unused)
 
     a = audit("risky", "risky grants: ALLOWs for User:*, of ALL, on the resource * or on every prefix; topics no ACL "
                        "covers when everyone is allowed; over all of history, or as of a moment")

@@ -52,12 +52,14 @@ _RULE_OF_REASON = {REASON_SUPER_USER: SUPER_USER, REASON_DENY_ACL: MATCHING_ACL,
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """`verdict` (consistent, inconsistent, unknown), why in a sentence, and the offsets whose states were
-    compared (None when the time lies before the known history)."""
+    """`verdict` (consistent, inconsistent, unknown), why in a sentence, the offsets whose states were compared
+    (None when the time lies before the known history), and for a consistent line the ids of the ACLs that decided
+    it (the one the line names, or every ACL the state decides by where it names none)."""
 
     verdict: str
     why: str
     offsets: tuple[int, ...] | None
+    acl_ids: tuple[str, ...] = ()
 
 
 def window_offsets(result: ReplayResult, time_ms: int, skew_ms: int = DEFAULT_SKEW_MS,
@@ -170,9 +172,11 @@ class Verifier:
                 unknown = unknown or (f"the ACLs at offset {offset} are not known exactly (a hole in the dumps, or "
                                       "ACLs on this resource that may or may not have been live)")
                 continue
-            why = mismatch(line, _explain(authorizer, line), state.certain)
+            exp = _explain(authorizer, line)
+            why = mismatch(line, exp, state.certain)
             if why is None:
-                return Verdict(CONSISTENT, f"as the replayed ACLs at offset {offset} decide it", offsets)
+                ids = tuple(i for i in exp.acl_ids if line.acl is None or state.certain[i] == line.acl)
+                return Verdict(CONSISTENT, f"as the replayed ACLs at offset {offset} decide it", offsets, ids)
             first_why = first_why or f"at offset {offset}: {why}"
         if unknown:
             return Verdict(UNKNOWN, unknown, offsets)

@@ -781,6 +781,8 @@ AUDIT_FLAGS = {
     "risky": {"--as-of-offset", "--as-of-time", "--allow-everyone-if-no-acl-found"},
     "verify-log": {"--dumps", "--skew-ms", "--log-time-zone", "--high-watermark", "--strict", "--super-users",
                    "--allow-everyone-if-no-acl-found"},
+    "unused": {"--dumps", "--skew-ms", "--log-time-zone", "--high-watermark", "--strict", "--super-users",
+               "--allow-everyone-if-no-acl-found", "--from", "--to", "--only-unused"},
 }
 EVERY_AUDIT_FLAG = set().union(*AUDIT_FLAGS.values())
 COMMON_FLAGS = {"--help", "--output", "--lake", "--catalog", "--lake-cluster", "--master", "--avro"}

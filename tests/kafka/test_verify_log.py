@@ -177,3 +177,45 @@ def test_the_command_verifies_a_log_against_the_dumps(history: ReplayResult, tmp
     assert f"{log}:4: a decision of the authorizer log that does not read as one" in err
     assert "2 logged decision(s): 1 consistent, 1 inconsistent, 0 unknown; 1 line(s)" in err
     assert cli.main([*argv, "--strict"]) == 3
+
+
+def test_unused_credits_each_decision_to_the_acl_that_made_it(history: ReplayResult) -> None:
+    """`replay.kafka.unused_acls`: the ACLs the logged allowed lines name are used, each once; every other ACL live
+    at the moment is unused; a principal's ALLOWs that decided nothing are listed as granted and not used."""
+    from replay.kafka.unused_acls import acl_rows, principal_rows, usage
+    from replay.kafka.verify_log import Verifier
+
+    allowed = [line for line in lines(history) if line.decision == "ALLOWED" and line.acl is not None][:4]
+    assert len(allowed) == 4
+    time = history.time_of(AT)
+    assert time is not None
+    used = usage(allowed, Verifier(history, skew_ms=0), time, time)
+    assert (used.lines, used.allowed, used.not_consistent) == (4, 4, 0)
+    rows = acl_rows(history, used, time, time)
+    state = history.state_at(AT)
+    assert {r["acl_id"] for r in rows} >= set(state.certain)  # every ACL live then
+    named = {i for line in allowed for i, b in state.certain.items() if b == line.acl}
+    assert {r["acl_id"] for r in rows if r["used"]} == named and all(r["decisions"] == 1 for r in rows if r["used"])
+    assert all(not r["used"] for r in rows[: len(rows) - len(named)])  # the unused come first
+    for p in principal_rows(history, used, time, time):
+        mine = [r for r in rows if r["principal"] == p["principal"] and r["permission_type"] == "ALLOW"]
+        idle = {f"{r['operation']} {r['resource_type']} {r['pattern_type']}:{r['resource_name']}" for r in mine
+                if not r["used"]}
+        assert set(p["granted_not_used"]) == idle, p
+
+
+def test_unused_says_when_the_logs_hold_no_allowed_decision(history: ReplayResult, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A log at Kafka's shipped INFO level holds denials only: every ALLOW would look unused, and the command says
+    why."""
+    from replay import cli
+
+    denied = next(line for line in lines(history) if line.decision == "DENIED")
+    time = history.time_of(AT)
+    assert time is not None
+    log = tmp_path / "kafka-authorizer.log"
+    log.write_text(kafka_line(time, denied.principal, "Denied", denied.operation, denied.host, denied.resource_type,
+                              denied.resource_name, denied.rule or "") + "\n")
+    assert cli.main(["audit", "unused", str(log), "--dumps", str(SAMPLE), "--skew-ms", "0", "--output", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "1 logged decision(s) in the window, 0 allowed" in err and "kafka.authorizer.logger was at INFO" in err

@@ -45,7 +45,7 @@ PHASE = [as_user("alice", "describe", "orders"), as_user("alice", "produce", "or
          as_user("carol", "produce", "payments")]
 GRANTS = [acl("User:alice", "TOPIC", "orders", "WRITE"), acl("User:alice", "TOPIC", "orders", "DESCRIBE"),
           acl("User:bob", "TOPIC", "pay", "READ", pattern="PREFIXED"), acl("User:bob", "GROUP", "g1", "READ"),
-          acl("User:carol", "TOPIC", "*", "DESCRIBE")]
+          acl("User:carol", "TOPIC", "*", "DESCRIBE"), acl("User:carol", "GROUP", "reports", "READ")]  # never used
 SCRIPT = [{"op": "topics", "names": ["orders", "payments"]}, PAUSE, *PHASE, PAUSE,
           {"op": "create_acls", "acls": GRANTS}, PAUSE, *PHASE, PAUSE,
           {"op": "create_acls", "acls": [acl("User:alice", "TOPIC", "orders", "DESCRIBE", "DENY", host="127.0.0.1")]},
@@ -128,3 +128,28 @@ def test_the_command_on_the_real_log(logged: tuple[Path, Path, list[dict[str, An
     out, err = capsys.readouterr()
     assert code == 0, err[-2000:]
     assert "0 inconsistent, 0 unknown; 0 line(s)" in err and out.count("\n") == len(decisions(log))
+
+
+def test_unused_finds_the_grant_nobody_used(logged: tuple[Path, Path, list[dict[str, Any]]],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`audit unused` over the whole log: every ACL of the script decided something except carol's READ on the
+    group `reports`; carol was granted DESCRIBE on every topic and READ on a group, and used the first."""
+    import json
+
+    from replay import cli
+
+    meta, log, _ = logged
+    code = cli.main(["audit", "unused", str(log), "--dumps", str(meta), "--super-users", SUPER_USERS,
+                     "--log-time-zone", ZONE, "--strict", "--output", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    got = json.loads(out)
+    unused = [(r["principal"], r["operation"], r["resource_type"], r["resource_name"]) for r in got["acls"]
+              if not r["used"]]
+    assert unused == [("User:carol", "READ", "GROUP", "reports")], got["acls"]
+    used = {(r["principal"], r["operation"], r["resource_name"]): r for r in got["acls"] if r["used"]}
+    assert used[("User:alice", "DESCRIBE", "orders")]["from_hosts"] == ["127.0.0.1"]
+    assert ("User:alice", "DESCRIBE", "orders") in used and ("User:bob", "READ", "pay") in used
+    carol = next(p for p in got["principals"] if p["principal"] == "User:carol")
+    assert carol["granted"] == ["DESCRIBE TOPIC", "READ GROUP"] and carol["used"] == ["DESCRIBE TOPIC"]
+    assert carol["granted_not_used"] == ["READ GROUP LITERAL:reports"]
