@@ -11,12 +11,14 @@ where RULE is `SuperUser`, `DefaultAllow`, `DefaultDeny` or `MatchingAcl(acl=Sta
 `Operation = Read` in PascalCase. Denials are logged at INFO and allowed requests at DEBUG, but the level is not
 read as the decision (the message says it). Around the message, the log4j layout Kafka ships is `[%d] %p %m (%c)%n`;
 a thread (`[%t]`) after the level, an ISO date, and no logger suffix are read too. A date without a zone is in the
-broker's zone, which the caller names (UTC by default).
+broker's zone, which the caller names (UTC by default). Confluent Platform and Cloud write CloudEvents JSON
+instead (`parse_event`); their field names come from Confluent's documentation and published sample output.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +30,8 @@ from replay.kafka.acl import AclBinding, AclOperation, ResourceType
 LOGGER = "kafka.authorizer.logger"
 ALLOWED, DENIED = "ALLOWED", "DENIED"
 SUPER_USER, DEFAULT_ALLOW, DEFAULT_DENY, MATCHING_ACL = "SuperUser", "DefaultAllow", "DefaultDeny", "MatchingAcl"
+RBAC = "RBAC"  # a Confluent role decided (Confluent's audit events only)
+CONFLUENT_AUTHORIZATION = "io.confluent.kafka.server/authorization"
 
 _LINE = re.compile(r"\[(?P<time>[^\]]+)\] (?P<level>[A-Z]+) (?:\[(?P<thread>[^\]]*)\] )?(?P<message>.*?)"
                    r"(?: \((?P<logger>[\w.$-]+)\))?")
@@ -70,8 +74,11 @@ class LoggedDecision:
 
 def parse_line(line: str, zone: tzinfo = timezone.utc) -> LoggedDecision | None:
     """The decision a log line records; None for a line that records none (another logger's, a stack trace, a
-    blank line). Raises `LogLineError` for a line that looks like a decision but does not read as one."""
+    blank line). Raises `LogLineError` for a line that looks like a decision but does not read as one. A line that
+    is a Confluent audit-log event (JSON) is read by `parse_event`."""
     line = line.rstrip("\r\n")
+    if line.lstrip().startswith("{") and CONFLUENT_AUTHORIZATION in line:
+        return parse_event(line)
     if not looks_like_decision(line):
         return None
     framed = _LINE.fullmatch(line)
@@ -93,6 +100,29 @@ def parse_line(line: str, zone: tzinfo = timezone.utc) -> LoggedDecision | None:
     return LoggedDecision(time, level, thread, m["principal"], m["host"], operation, resource_type, m["ptype"],
                           m["name"], m["api"], int(m["refs"]), ALLOWED if m["decision"] == "Allowed" else DENIED,
                           rule, kind, acl)
+
+
+def parse_event(text: str) -> LoggedDecision:
+    """A Confluent Platform or Cloud audit-log event of type `io.confluent.kafka.server/authorization` (CloudEvents
+    JSON, one per line, as consumed from the audit-log topic). Confluent names no deciding ACL: `rule_kind` is
+    SuperUser where the event says a super user was authorized, `RBAC` where a role decided (the metadata log holds
+    no roles), else None. The client address (`requestMetadata.client_address`, with Java's leading `/`, or
+    `clientAddress`) may be missing, as in Confluent Cloud's events: `host` is then empty."""
+    try:
+        event = json.loads(text)
+        data = event["data"]
+        auth = data["authorizationInfo"]
+        meta = data.get("requestMetadata") or {}
+        host = str(meta.get("client_address") or meta.get("clientAddress") or "").lstrip("/")
+        kind = SUPER_USER if auth.get("superUserAuthorization") else RBAC if auth.get("rbacAuthorization") else None
+        return LoggedDecision(
+            parse_log_time(str(event["time"])), "", None, str(data["authenticationInfo"]["principal"]), host,
+            AclOperation.parse(str(auth["operation"])).name, ResourceType.parse(str(auth["resourceType"])).name,
+            str(auth.get("patternType") or "LITERAL").upper(), str(auth["resourceName"]),
+            str(data.get("methodName") or "").removeprefix("kafka."), 1, ALLOWED if auth["granted"] else DENIED,
+            kind, kind, None)
+    except (ValueError, KeyError, TypeError) as err:
+        raise LogLineError(f"a Confluent authorization event that does not read ({err}): {text[:300]!r}") from err
 
 
 def looks_like_decision(line: str) -> bool:

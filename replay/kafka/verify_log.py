@@ -33,6 +33,7 @@ from replay.kafka.authorizer_log import (
     DEFAULT_ALLOW,
     DEFAULT_DENY,
     MATCHING_ACL,
+    RBAC,
     SUPER_USER,
     LineProblem,
     LoggedDecision,
@@ -159,6 +160,10 @@ class Verifier:
     def verify(self, line: LoggedDecision) -> Verdict:
         if line.time is None:
             return Verdict(UNKNOWN, "the line has no time (a layout without %d)", None)
+        if line.rule_kind == RBAC:
+            return Verdict(UNKNOWN, "a Confluent role decided it (RBAC), which the metadata log does not hold", None)
+        if not line.host:
+            return Verdict(UNKNOWN, "the event names no client address, and ACLs can name hosts", None)
         window = window_offsets(self.result, line.time, self.skew_ms, self._changes)
         if window is None:
             return Verdict(UNKNOWN, "the time lies before the history the dumps hold", None)

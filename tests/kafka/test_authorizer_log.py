@@ -133,3 +133,33 @@ def test_a_log_file_plain_or_gzip_gives_its_decisions_and_its_problems_in_place(
 def test_a_long_hostile_line_reads_in_linear_time() -> None:
     """Substring tests decide whether a line is a decision at all, so a huge line of near-misses stays cheap."""
     assert parse_line("Principal = " + "x is Allowe " * 200_000) is None
+
+
+# Confluent Platform's output as published (kafka-docker-playground, CP 5.x) and Confluent Cloud's documented example
+CP_EVENT = ('{"confluentRouting":{"route":"confluent-audit-log-events"},"data":{"authenticationInfo":{"principal":'
+            '"User:admin"},"authorizationInfo":{"granted":true,"operation":"Read","patternType":"LITERAL",'
+            '"resourceName":"_confluent-metadata-auth","resourceType":"Topic","superUserAuthorization":true},'
+            '"methodName":"kafka.FetchConsumer","request":{"client_id":"c-1","correlation_id":"456"},'
+            '"requestMetadata":{"client_address":"/192.168.176.4"},"resourceName":"crn:///kafka=q/topic=x",'
+            '"serviceName":"crn:///kafka=q"},"datacontenttype":"application/json","id":"7a1b","source":"crn:///kafka=q",'
+            '"specversion":"0.3","subject":"crn:///kafka=q/topic=x","time":"2020-03-31T10:00:03.532Z",'
+            '"type":"io.confluent.kafka.server/authorization"}')
+CLOUD_EVENT = ('{"id":"fc0f","source":"crn://confluent.cloud/kafka=lkc-a1b2c","specversion":"1.0","type":'
+               '"io.confluent.kafka.server/authorization","datacontenttype":"application/json","subject":"crn://x",'
+               '"time":"2021-01-01T12:34:56.789Z","data":{"serviceName":"crn://x","methodName":"kafka.CreateTopics",'
+               '"resourceName":"crn://x/topic=departures","authenticationInfo":{"principal":"User:123456"},'
+               '"authorizationInfo":{"granted":false,"operation":"DescribeConfigs","resourceType":"Topic",'
+               '"resourceName":"departures","patternType":"LITERAL","rbacAuthorization":{"role":"DeveloperRead"}},'
+               '"request":{"correlationId":"123","clientId":"adminclient-42"}}}')
+
+
+def test_confluent_audit_events_read_as_decisions() -> None:
+    cp, cloud = parse_line(CP_EVENT), parse_line(CLOUD_EVENT)
+    assert cp == LoggedDecision(parse_time("2020-03-31T10:00:03.532Z"), "", None, "User:admin", "192.168.176.4", "READ",
+                                "TOPIC", "LITERAL", "_confluent-metadata-auth", "FetchConsumer", 1, ALLOWED,
+                                SUPER_USER, SUPER_USER, None)
+    assert cloud is not None and (cloud.decision, cloud.operation, cloud.host, cloud.rule_kind, cloud.api) == (
+        DENIED, "DESCRIBE_CONFIGS", "", "RBAC", "CreateTopics")
+    with pytest.raises(LogLineError, match="Confluent authorization event that does not read"):
+        parse_line(CP_EVENT.replace('"granted":true,', ""))
+    assert parse_line('{"type":"io.confluent.kafka.server/authentication","data":{}}') is None

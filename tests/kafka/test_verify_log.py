@@ -219,3 +219,15 @@ def test_unused_says_when_the_logs_hold_no_allowed_decision(history: ReplayResul
     assert cli.main(["audit", "unused", str(log), "--dumps", str(SAMPLE), "--skew-ms", "0", "--output", "json"]) == 0
     err = capsys.readouterr().err
     assert "1 logged decision(s) in the window, 0 allowed" in err and "kafka.authorizer.logger was at INFO" in err
+
+
+def test_confluent_events_are_verified_by_decision(history: ReplayResult) -> None:
+    """A Confluent event names no ACL: its decision is compared; one a role decided, or without a client address,
+    is unknown."""
+    line = next(x for x in lines(history) if x.decision == "ALLOWED" and x.acl is not None)
+    event = dataclasses.replace(line, rule=None, rule_kind=None, acl=None)
+    assert verify(event, history, skew_ms=0).verdict == CONSISTENT
+    assert verify(dataclasses.replace(event, decision="DENIED"), history, skew_ms=0).verdict == INCONSISTENT
+    rbac = verify(dataclasses.replace(event, rule="RBAC", rule_kind="RBAC"), history, skew_ms=0)
+    assert rbac.verdict == UNKNOWN and "role" in rbac.why
+    assert verify(dataclasses.replace(event, host=""), history, skew_ms=0).verdict == UNKNOWN
