@@ -231,3 +231,23 @@ def test_confluent_events_are_verified_by_decision(history: ReplayResult) -> Non
     rbac = verify(dataclasses.replace(event, rule="RBAC", rule_kind="RBAC"), history, skew_ms=0)
     assert rbac.verdict == UNKNOWN and "role" in rbac.why
     assert verify(dataclasses.replace(event, host=""), history, skew_ms=0).verdict == UNKNOWN
+
+
+def test_the_sample_of_a_real_broker_is_consistent_and_has_one_unused_grant(capsys: pytest.CaptureFixture[str]
+                                                                           ) -> None:
+    """`data/authorizer-log/`: a broker's own dump and authorizer log (`tests.harness.access`), as its README shows."""
+    import json
+
+    from replay import cli
+
+    sample = SAMPLE.parent / "authorizer-log"
+    common = [str(sample / "broker-logs" / "kafka-authorizer.log"), "--dumps", str(sample / "dump"), "--super-users",
+              "User:ANONYMOUS;User:admin", "--log-time-zone", "Europe/Berlin", "--strict", "--output", "json"]
+    assert cli.main(["audit", "verify-log", *common]) == 0
+    out, err = capsys.readouterr()
+    assert "68 logged decision(s): 68 consistent, 0 inconsistent, 0 unknown; 0 line(s)" in err
+    assert {r["decision"] for r in json.loads(out)} == {"ALLOWED", "DENIED"}
+    assert cli.main(["audit", "unused", *common, "--only-unused"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [(r["principal"], r["operation"], r["resource_type"], r["resource_name"]) for r in got["acls"]] == [
+        ("User:carol", "READ", "GROUP", "reports")]

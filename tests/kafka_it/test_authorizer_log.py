@@ -19,47 +19,14 @@ import pytest
 from replay.kafka.authorizer_log import LineProblem, LoggedDecision, read_log
 from replay.kafka.dump import replay_paths
 from replay.kafka.verify_log import CONSISTENT, INCONSISTENT, Verifier
-from tests.harness.broker import BrokerConfig, KafkaBroker
-from tests.harness.driver import run_access
+from tests.harness.access import PHASE, SUPER_USERS, ZONE, run
 
 pytestmark = [pytest.mark.kafka]
-
-USERS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw"}
-SUPER_USERS = "User:ANONYMOUS;User:admin"  # the harness broker's (BrokerConfig.properties)
-ZONE = "Europe/Berlin"
-PAUSE = {"op": "sleep", "ms": 3000}  # more than the verification's 2 s skew on each side of an ACL change
-
-
-def acl(principal: str, rtype: str, name: str, operation: str, permission: str = "ALLOW", pattern: str = "LITERAL",
-        host: str = "*") -> dict[str, str]:
-    return {"resource_type": rtype, "resource_name": name, "pattern_type": pattern, "principal": principal,
-            "host": host, "operation": operation, "permission_type": permission}
-
-
-def as_user(user: str, op: str, topic: str, **more: str) -> dict[str, Any]:
-    return {"op": op, "user": user, "password": USERS[user], "topic": topic, **more}
-
-
-PHASE = [as_user("alice", "describe", "orders"), as_user("alice", "produce", "orders"),
-         as_user("bob", "consume", "payments", group="g1"), as_user("carol", "describe", "payments"),
-         as_user("carol", "produce", "payments")]
-GRANTS = [acl("User:alice", "TOPIC", "orders", "WRITE"), acl("User:alice", "TOPIC", "orders", "DESCRIBE"),
-          acl("User:bob", "TOPIC", "pay", "READ", pattern="PREFIXED"), acl("User:bob", "GROUP", "g1", "READ"),
-          acl("User:carol", "TOPIC", "*", "DESCRIBE"), acl("User:carol", "GROUP", "reports", "READ")]  # never used
-SCRIPT = [{"op": "topics", "names": ["orders", "payments"]}, PAUSE, *PHASE, PAUSE,
-          {"op": "create_acls", "acls": GRANTS}, PAUSE, *PHASE, PAUSE,
-          {"op": "create_acls", "acls": [acl("User:alice", "TOPIC", "orders", "DESCRIBE", "DENY", host="127.0.0.1")]},
-          {"op": "delete_acls", "acls": [acl("User:bob", "GROUP", "g1", "READ")]}, PAUSE, *PHASE]
-
 
 @pytest.fixture(scope="module")
 def logged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[dict[str, Any]]]:
     """The broker's metadata log directory, its authorizer log, and the outcome of each request."""
-    work = tmp_path_factory.mktemp("authorizer-log")
-    config = BrokerConfig(sasl_users={"admin": "admin-pw", **USERS}, authorizer_log=True, time_zone=ZONE)
-    with KafkaBroker(work / "broker", config) as broker:
-        outcomes = run_access(broker.bootstrap, broker.sasl_bootstrap, SCRIPT, work / "outcomes.jsonl")
-    return broker.metadata_dir, broker.authorizer_log, outcomes
+    return run(tmp_path_factory.mktemp("authorizer-log"))
 
 
 def decisions(log: Path) -> list[tuple[int, LoggedDecision]]:
