@@ -479,6 +479,51 @@ for name, fig in figures.items():
 # COMMAND ----------
 
 # MAGIC %md
+# MAGIC ## 8. Did the brokers decide as the ACLs said? (authorizer logs)
+# MAGIC
+# MAGIC A broker's authorizer log (`kafka.authorizer.logger`; at DEBUG it logs allowed requests too) checked against
+# MAGIC the history of the same cluster's dumps: each logged decision is `consistent`, `inconsistent` (with why:
+# MAGIC another decision, another rule or ACL, a super user nobody named) or `unknown` (a hole, a time before the
+# MAGIC dumps), and the ACLs that decided no logged request are listed, unused first (least privilege). The widgets
+# MAGIC `authorizer_log` (log files, comma-separated) and `authorizer_dumps` (that cluster's dumps) default to the
+# MAGIC sample `data/authorizer-log/`, a real broker's dump and log from one run; `super_users` and `log_time_zone`
+# MAGIC are the broker's. This runs the reference engine on the driver, fit for a broker's log of a day; the lake's
+# MAGIC version (an `access_events` table and SQL functions) is still to come.
+
+# COMMAND ----------
+
+import pandas as pd
+
+from replay.kafka.authorizer_log import LoggedDecision, parse_zone, read_log
+from replay.kafka.dump import replay_paths
+from replay.kafka.unused_acls import acl_rows, usage
+from replay.kafka.verify_log import Verifier, verdict_rows
+
+_log_sample = os.path.join(_data, "authorizer-log") if not nb.on_databricks() and _data else ""
+_log_sample = _log_sample if _log_sample and os.path.isdir(_log_sample) else ""
+authorizer_log = nb.widget(dbutils, "authorizer_log", os.path.join(_log_sample, "broker-logs", "kafka-authorizer.log")
+                           if _log_sample else "", "Authorizer log files (comma-separated)")
+authorizer_dumps = nb.widget(dbutils, "authorizer_dumps", os.path.join(_log_sample, "dump") if _log_sample else "",
+                             "Dumps of the logging cluster")
+super_users = nb.widget(dbutils, "super_users", "User:ANONYMOUS;User:admin" if _log_sample else "", "super.users")
+log_zone = parse_zone(nb.widget(dbutils, "log_time_zone", "Europe/Berlin" if _log_sample else "UTC",
+                                "Zone of the log's dates"))
+if authorizer_log and authorizer_dumps:
+    logs = [p.strip() for p in authorizer_log.split(",") if p.strip()]
+    verifier = Verifier(replay_paths([authorizer_dumps]), super_users)
+    verdicts = pd.DataFrame(verdict_rows(logs, verifier, log_zone,
+                                         lambda p: print(f"unreadable: {p.path}:{p.line}: {p.message}")))
+    print(f"{len(verdicts)} logged decision(s):", verdicts["verdict"].value_counts().to_dict() if len(verdicts) else {})
+    display(verdicts[["verdict", "time", "principal", "operation", "resource_type", "resource_name", "decision",
+                      "why"]] if len(verdicts) else verdicts)
+    decided = [x for path in logs for _, x in read_log(path, log_zone) if isinstance(x, LoggedDecision)]
+    display(pd.DataFrame(acl_rows(verifier.result, usage(decided, verifier), None, None)))
+else:
+    print("no authorizer log given: set the `authorizer_log` and `authorizer_dumps` widgets")
+
+# COMMAND ----------
+
+# MAGIC %md
 # MAGIC ## Next
 # MAGIC
 # MAGIC * Change the widgets (another moment, resource or principal) and run the cells from section 3 on; ingest
