@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from replay.kafka.listing import render_acls
-from replay.kafka.samples import DATA_ENV, broker_settings, featured_cluster, locate_samples
+from replay.kafka.samples import (
+    DATA_ENV,
+    authorizer_sample_lines,
+    broker_settings,
+    featured_cluster,
+    locate_samples,
+)
 from replay.kafka.times import format_time
 
 DEFAULT_LAKE = "./lakehouse"
@@ -170,8 +176,17 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if principal:
         tour.say(f"(the timeline shows {principal}, the principal named by the most ACLs of {cluster})")
 
-    # 6. where things are
-    tour.section("6. Where the tables are, and what to try next")
+    # 6. a broker's authorizer log, against the history of its own dumps (the reference engine, on files)
+    log_sample = os.path.join(os.path.dirname(str(samples[0])), "authorizer-log")
+    if os.path.isfile(os.path.join(log_sample, "broker.json")):
+        tour.section(f"6. Did a broker decide as its ACLs said? (its authorizer log, {log_sample})")
+        for line in authorizer_sample_lines(log_sample):
+            tour.say(line)
+        tour.say(f"  kraft-replay audit verify-log {log_sample}/broker-logs/kafka-authorizer.log --dumps "
+                 f"{log_sample}/dump --super-users 'User:ANONYMOUS;User:admin' --log-time-zone Europe/Berlin")
+
+    # 7. where things are
+    tour.section("7. Where the tables are, and what to try next")
     tour.say(f"Delta tables in {lake.location}: metadata_records, quarantine, acl_events, acl_history, "
              "log_coverage, anomalies, offset_times (one partition per cluster: " + ", ".join(clusters) + ")")
     tour.say(f"Plots and the ACL listing: {out_dir}")

@@ -7,12 +7,17 @@ ships none) `locate_samples` writes a synthetic dump with `replay.kafka.synth` a
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from replay.kafka import synth
+from replay.kafka.authorizer_log import LineProblem, LoggedDecision, parse_zone, read_log
+from replay.kafka.dump import replay_paths
+from replay.kafka.unused_acls import acl_rows, usage
+from replay.kafka.verify_log import CONSISTENT, INCONSISTENT, UNKNOWN, Verifier, verdict_rows
 
 DATA_ENV = "KRAFT_REPLAY_DATA"
 FEATURED = ("retention-gap", "small-snapshots")  # the cluster a tour looks at, in order of preference
@@ -115,3 +120,27 @@ def broker_settings(sample: Path | None) -> tuple[str, bool]:
             elif sep and key.strip() == "allow.everyone.if.no.acl.found":
                 everyone = value.strip().lower() == "true"
     return supers, everyone
+
+
+def authorizer_sample_lines(directory: str) -> list[str]:
+    """A verification of a sample laid out as `data/authorizer-log/` (`dump/`, `broker-logs/`, `broker.json` with
+    the broker's settings), in a few lines for the demo: the verdicts, and the ACLs that decided nothing."""
+    with open(os.path.join(directory, "broker.json")) as f:
+        broker = json.load(f)
+    verifier = Verifier(replay_paths([os.path.join(directory, "dump")]), broker["super_users"],
+                        broker["allow_everyone_if_no_acl_found"])
+    zone = parse_zone(broker["log_time_zone"])
+    logs = sorted(os.path.join(directory, "broker-logs", n) for n in os.listdir(os.path.join(directory, "broker-logs")))
+    problems: list[LineProblem] = []
+    rows = list(verdict_rows(logs, verifier, zone, problems.append))
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in (CONSISTENT, INCONSISTENT, UNKNOWN)}
+    out = [f"{len(rows)} logged decision(s) of {', '.join(os.path.basename(p) for p in logs)}: "
+           + ", ".join(f"{n} {v}" for v, n in counts.items()) + f"; {len(problems)} unreadable"]
+    out += [f"  {r['verdict']}: {r['principal']} {r['operation']} {r['resource_type']}:{r['resource_name']} "
+            f"{r['decision']} at {r['time']}: {r['why']}" for r in rows if r["verdict"] != CONSISTENT][:10]
+    decided = [r for _, r in ((n, x) for p in logs for n, x in read_log(p, zone)) if isinstance(r, LoggedDecision)]
+    idle = [r for r in acl_rows(verifier.result, usage(decided, verifier), None, None) if not r["used"]]
+    out.append(f"ACLs that decided no logged request: {len(idle)}")
+    out += [f"  {r['principal']} {r['permission_type']} {r['operation']} on {r['resource_type']} "
+            f"{r['pattern_type']}:{r['resource_name']} from {r['host']}" for r in idle[:10]]
+    return out

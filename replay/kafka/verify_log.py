@@ -205,3 +205,4 @@ def verdict_rows(paths: Sequence[str], verifier: Verifier, zone: tzinfo = timezo
                    "resource_name": item.resource_name, "api": item.api, "decision": item.decision,
                    "rule": item.rule, "offsets": list(v.offsets) if v.offsets is not None else None, "file": path,
                    "line": number}
+

@@ -58,7 +58,8 @@ def run(work: Path) -> tuple[Path, Path, list[dict[str, Any]]]:
 
 def make_sample(out: Path) -> None:
     """`data/authorizer-log/`: the dump (`dump/__cluster_metadata-0/`, segments and snapshots), the authorizer log
-    (`broker-logs/kafka-authorizer.log`), the script without passwords and each request's outcome."""
+    (`broker-logs/kafka-authorizer.log`), the script without passwords, each request's outcome, and the broker's
+    settings a verification needs (`broker.json`)."""
     with tempfile.TemporaryDirectory(prefix="authorizer-sample-") as tmp:
         meta, log, outcomes = run(Path(tmp))
         shutil.rmtree(out / "dump", ignore_errors=True)
@@ -72,6 +73,8 @@ def make_sample(out: Path) -> None:
     (out / "script.jsonl").write_text("".join(json.dumps({k: v for k, v in s.items() if k != "password"}) + "\n"
                                               for s in SCRIPT))
     (out / "outcomes.jsonl").write_text("".join(json.dumps(o) + "\n" for o in outcomes))
+    (out / "broker.json").write_text(json.dumps({"super_users": SUPER_USERS, "allow_everyone_if_no_acl_found": False,
+                                                 "log_time_zone": ZONE}) + "\n")
 
 
 def main() -> None:

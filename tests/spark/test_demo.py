@@ -112,7 +112,9 @@ def test_demo_tour_and_plots(spark: Any, tmp_path: Path) -> None:
         assert data_bytes[:8] == b"\x89PNG\r\n\x1a\n" and len(data_bytes) > 20_000, name
         assert f"wrote {tmp_path / 'out' / name}" in text
     assert "(the changes plot: ACL changes per " in text and "not per day: the history spans" in text
-    # 6. where things are
+    # 6. the sample broker's authorizer log, verified; 7. where things are
+    assert "68 logged decision(s) of kafka-authorizer.log: 68 consistent, 0 inconsistent, 0 unknown" in _section(text, 6)
+    assert "ACLs that decided no logged request: 1\n  User:carol ALLOW READ on GROUP LITERAL:reports" in text
     assert str(tmp_path / "lake") in text and "kraft-replay acls" in text
 
     # A second run ingests nothing new and answers the same.
