@@ -98,3 +98,15 @@ def test_spark_and_broker_tests_are_grouped(request: pytest.FixtureRequest) -> N
         elif item.get_closest_marker("cluster"):  # its own JVMs, in subprocesses: free to run beside the session
             assert xdist_group_of(item) is None, item.nodeid
     assert xdist_group_of(request.node) is None
+
+
+def test_test_modules_have_unique_names() -> None:
+    """The test folders are not packages (no `__init__.py` in most), so pytest imports each test file by its bare
+    name: two files of one name in different folders make the second fail to collect ("import file mismatch"), which
+    a run of one folder does not show."""
+    tests = Path(__file__).parent
+    seen: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        if not (path.parent / "__init__.py").exists():
+            seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}

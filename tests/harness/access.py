@@ -1,5 +1,5 @@
 """Requests as several users across ACL changes, against a broker with a SASL/PLAIN listener and its authorizer log
-at DEBUG: the script of `tests/kafka_it/test_authorizer_log.py` and of the sample `data/authorizer-log/`
+at DEBUG: the script of `tests/kafka_it/test_broker_authorizer_log.py` and of the sample `data/authorizer-log/`
 (`python -m tests.harness.access data/authorizer-log` makes it again; a rerun differs in ids, times and offsets).
 
 Three phases of the same requests: before any ACL, after grants, after a DENY and a revoked grant, so that the same
