@@ -482,13 +482,15 @@ for name, fig in figures.items():
 # MAGIC ## 8. Did the brokers decide as the ACLs said? (authorizer logs)
 # MAGIC
 # MAGIC A broker's authorizer log (`kafka.authorizer.logger`; at DEBUG it logs allowed requests too) checked against
-# MAGIC the history of the same cluster's dumps: each logged decision is `consistent`, `inconsistent` (with why:
-# MAGIC another decision, another rule or ACL, a super user nobody named) or `unknown` (a hole, a time before the
-# MAGIC dumps), and the ACLs that decided no logged request are listed, unused first (least privilege). The widgets
-# MAGIC `authorizer_log` (log files, comma-separated) and `authorizer_dumps` (that cluster's dumps) default to the
-# MAGIC sample `data/authorizer-log/`, a real broker's dump and log from one run; `super_users` and `log_time_zone`
-# MAGIC are the broker's. This runs the reference engine on the driver, fit for a broker's log of a day; the lake's
-# MAGIC version (an `access_events` table and SQL functions) is still to come.
+# MAGIC the replayed history of the same cluster: the logs are ingested into the lake's `access_events` table on the
+# MAGIC executors (`ingest_access_logs`, idempotent like the dump ingest), and each logged decision is verified in
+# MAGIC Spark (`verdicts_of`, the same query as the SQL function `acl_verify_access`): `consistent`, `inconsistent`
+# MAGIC (with why: another decision, another rule or ACL, a super user nobody named) or `unknown` (a hole, a time
+# MAGIC before the history). Then the ACLs that decided no logged request, unused first (least privilege; the
+# MAGIC reference engine on the driver for now). The widgets `authorizer_log` (log files or directories,
+# MAGIC comma-separated) and `authorizer_dumps` (that cluster's dumps, ingested as `authorizer_cluster`) default to
+# MAGIC the sample `data/authorizer-log/`, a real broker's dump and log from one run; `super_users` and
+# MAGIC `log_time_zone` are the broker's.
 
 # COMMAND ----------
 
@@ -497,7 +499,9 @@ import pandas as pd
 from replay.kafka.authorizer_log import LoggedDecision, parse_zone, read_log
 from replay.kafka.dump import replay_paths
 from replay.kafka.unused_acls import acl_rows, usage
-from replay.kafka.verify_log import Verifier, verdict_rows
+from replay.kafka.verify_log import Verifier
+from replay.spark.access_ingest import ingest_access_logs
+from replay.spark.verify_access import register_verify_functions, verdicts_of
 
 _log_sample = os.path.join(_data, "authorizer-log") if not nb.on_databricks() and _data else ""
 _log_sample = _log_sample if _log_sample and os.path.isdir(_log_sample) else ""
@@ -505,18 +509,25 @@ authorizer_log = nb.widget(dbutils, "authorizer_log", os.path.join(_log_sample, 
                            if _log_sample else "", "Authorizer log files (comma-separated)")
 authorizer_dumps = nb.widget(dbutils, "authorizer_dumps", os.path.join(_log_sample, "dump") if _log_sample else "",
                              "Dumps of the logging cluster")
+authorizer_cluster = nb.widget(dbutils, "authorizer_cluster", "authorizer-sample", "Its cluster name in the lake")
 super_users = nb.widget(dbutils, "super_users", "User:ANONYMOUS;User:admin" if _log_sample else "", "super.users")
-log_zone = parse_zone(nb.widget(dbutils, "log_time_zone", "Europe/Berlin" if _log_sample else "UTC",
-                                "Zone of the log's dates"))
+log_time_zone = nb.widget(dbutils, "log_time_zone", "Europe/Berlin" if _log_sample else "UTC",
+                          "Zone of the log's dates")
 if authorizer_log and authorizer_dumps:
     logs = [p.strip() for p in authorizer_log.split(",") if p.strip()]
+    ingest(spark, [authorizer_dumps], cluster=authorizer_cluster, lake=lake, progress=False)
+    replay_lake(lake, [authorizer_cluster], progress=False)
+    print(ingest_access_logs(spark, logs, authorizer_cluster, lake, zone=log_time_zone, progress=False))
+    verdicts = verdicts_of(lake, authorizer_cluster, super_users=super_users).orderBy("time", "line")
+    display(verdicts.groupBy("verdict").count())
+    display(verdicts.select("verdict", "time", "principal", "operation", "resource_type", "resource_name",
+                            "decision", "rule_kind", "why"))
+    register_verify_functions(spark, lake)
+    display(spark.sql(f"SELECT verdict, count(*) AS decisions FROM acl_verify_access('{authorizer_cluster}', "
+                      f"super_users => '{super_users}') GROUP BY verdict"))
     verifier = Verifier(replay_paths([authorizer_dumps]), super_users)
-    verdicts = pd.DataFrame(verdict_rows(logs, verifier, log_zone,
-                                         lambda p: print(f"unreadable: {p.path}:{p.line}: {p.message}")))
-    print(f"{len(verdicts)} logged decision(s):", verdicts["verdict"].value_counts().to_dict() if len(verdicts) else {})
-    display(verdicts[["verdict", "time", "principal", "operation", "resource_type", "resource_name", "decision",
-                      "why"]] if len(verdicts) else verdicts)
-    decided = [x for path in logs for _, x in read_log(path, log_zone) if isinstance(x, LoggedDecision)]
+    decided = [x for path in logs if os.path.isfile(path) for _, x in read_log(path, parse_zone(log_time_zone))
+               if isinstance(x, LoggedDecision)]
     display(pd.DataFrame(acl_rows(verifier.result, usage(decided, verifier), None, None)))
 else:
     print("no authorizer log given: set the `authorizer_log` and `authorizer_dumps` widgets")

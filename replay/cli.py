@@ -361,6 +361,39 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_ingest_log(args: argparse.Namespace, out: TextIO) -> int:
+    """Brokers' authorizer logs into the lake's access_events (and their unreadable decision lines into quarantine)."""
+    from replay.spark.access_ingest import ingest_access_logs
+    from replay.spark.ingest import IngestError, StrictIngestError
+
+    _check_zone(args.log_time_zone)
+    lake = _lake(args, create=True)
+    try:
+        report = ingest_access_logs(lake.spark, args.logs, args.lake_cluster, lake, broker=args.broker,
+                                    zone=args.log_time_zone, strict=args.strict, progress=not args.no_progress)
+    except StrictIngestError as err:
+        print(f"kraft-replay ingest-log: {err}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except IngestError as err:
+        print(f"kraft-replay ingest-log: {err}", file=sys.stderr)
+        print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
+        return EXIT_FAILED
+    if report.problems:
+        print(f"kraft-replay ingest-log: {report.problems} line(s) look like decisions and do not read: see "
+              f"quarantine (kind unreadable_log_line) for file, line and byte position", file=sys.stderr)
+    _renderer(args, out).document(report.to_dict(), report.lines())
+    return EXIT_OK
+
+
+def _check_zone(zone: str) -> Any:
+    from replay.kafka.authorizer_log import parse_zone
+
+    try:
+        return parse_zone(zone)
+    except ValueError as err:
+        raise QuestionError(str(err)) from err
+
+
 def cmd_watch(args: argparse.Namespace, out: TextIO) -> int:
     """Ingest dumps as they arrive in a directory (a Structured Streaming query), replaying what they touch."""
     from replay.spark.watch import WatchedBatch, WatchError, watch
@@ -474,6 +507,7 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     from replay.spark.authorize_api_sql import register_api_functions
     from replay.spark.queries import register_sql_functions
     from replay.spark.sqlddl import words
+    from replay.spark.verify_access import register_verify_functions
 
     lake = _lake(args)
     named = words(args.query)  # only what the query can name: each function and view costs Spark an analysis
@@ -481,6 +515,7 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     register_sql_functions(lake, named)
     register_audit_functions(lake.spark, lake, named)
     register_api_functions(lake.spark, lake, named)
+    register_verify_functions(lake.spark, lake, named)
     try:
         df = lake.spark.sql(args.query)
         rows = [r.asDict(recursive=True) for r in df.collect()]
@@ -684,13 +719,14 @@ def cmd_audit(args: argparse.Namespace, out: TextIO) -> int:
 def _log_verifier(args: argparse.Namespace) -> tuple[Any, Any]:
     """The history of `--dumps` (its problems told on stderr) as a `Verifier` with the broker's settings, and the
     zone of the logs' dates: what `audit verify-log` and `audit unused` start from."""
-    from replay.kafka.authorizer_log import parse_zone
     from replay.kafka.verify_log import Verifier
 
-    try:
-        zone = parse_zone(args.log_time_zone)
-    except ValueError as err:
-        raise QuestionError(str(err)) from err
+    zone = _check_zone(args.log_time_zone)
+    if not args.dumps:
+        raise QuestionError("give the cluster's dumps (--dumps PATH), or verify against a lake: --lake DIR "
+                            "--lake-cluster NAME (audit verify-log)")
+    if not args.logs:
+        raise QuestionError("give the authorizer log files to read (LOG...)")
     sources, _ignored = discover(args.dumps)
     if not sources:
         raise QuestionError(f"no metadata log files under {' '.join(args.dumps)}: give --dumps DIR of the "
@@ -716,6 +752,8 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
 
     from replay.kafka.verify_log import verdict_rows
 
+    if not args.dumps:
+        return _verify_in_lake(args, out)
     verifier, zone = _log_verifier(args)
     unreadable: list[Any] = []
     counts: Counter[str] = Counter()
@@ -725,12 +763,11 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
         _told(problem)
 
     def counted() -> Iterator[dict[str, Any]]:
-        for row in verdict_rows(args.logs, verifier, zone, told):
+        for row in verdict_rows(args.logs, verifier, zone, told, args.from_time, args.to_time):
             counts[row["verdict"]] += 1
             yield row
 
-    _renderer(args, out).rows(counted(), people=["verdict", "time", "principal", "host", "operation",
-                                                 "resource_type", "resource_name", "decision", "why"])
+    _renderer(args, out).rows(counted(), people=_VERDICT_PEOPLE)
     told_counts = ", ".join(f"{counts[v]} {v}" for v in ("consistent", "inconsistent", "unknown"))
     print(f"verify-log: {sum(counts.values())} logged decision(s): {told_counts}; {len(unreadable)} line(s) that "
           "look like decisions could not be read", file=sys.stderr)
@@ -738,11 +775,104 @@ def cmd_verify_log(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_PROBLEMS if args.strict and bad else EXIT_OK
 
 
+_VERDICT_PEOPLE = ["verdict", "time", "principal", "host", "operation", "resource_type", "resource_name", "decision",
+                   "why"]
+
+
+def _lake_events(args: argparse.Namespace, lake: Lake) -> tuple[Any, int]:
+    """The decisions of the LOG arguments read on the executors as access_events rows (None without LOG), and how
+    many lines looked like decisions and did not read (each told on stderr)."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.access_ingest import access_rows, plan_logs, read_logs
+
+    if not args.logs:
+        return None, 0
+    read = read_logs(lake.spark, plan_logs(lake.spark, args.logs), args.broker, args.log_time_zone)
+    unreadable = 0
+    for r in read.where(F.col("problem").isNotNull()).select("source_file", "line", "problem").toLocalIterator():
+        unreadable += 1
+        print(f"{r['source_file']}:{r['line']}: {r['problem']}", file=sys.stderr)
+    return access_rows(read, args.lake_cluster), unreadable
+
+
+def _lake_for_logs(args: argparse.Namespace) -> Lake:
+    _check_zone(args.log_time_zone)
+    if not args.lake_cluster:
+        raise QuestionError("name the cluster in the lake: --lake-cluster NAME (or give --dumps PATH for files)")
+    return _lake(args)
+
+
+def _unused_in_lake(args: argparse.Namespace, out: TextIO) -> int:
+    """`audit unused --lake`: least privilege from the decisions access_events holds (or the LOGs given), verified
+    against the lake's replayed tables."""
+    from replay.spark.unused_access import unused_access
+
+    lake = _lake_for_logs(args)
+    events, unreadable = _lake_events(args, lake)
+    found = unused_access(lake, args.lake_cluster, args.from_time, args.to_time, args.super_users,
+                          args.allow_everyone_if_no_acl_found, args.skew_ms, events)
+    acls = found.acls.where("NOT used") if args.only_unused else found.acls
+    _renderer(args, out).sets({"acls": [r.asDict() for r in acls.toLocalIterator()],
+                               "principals": [r.asDict() for r in found.principals.toLocalIterator()]})
+    n = found.counts
+    print(f"unused: {n.get('lines', 0)} logged decision(s) in the window, {n.get('allowed', 0)} allowed; "
+          f"{n.get('not_consistent', 0)} not consistent with the ACLs, so credited to none (see audit verify-log); "
+          f"{unreadable} unreadable", file=sys.stderr)
+    if n.get("lines") and not n.get("allowed"):
+        print("warning: the logs hold no allowed decision: kafka.authorizer.logger was at INFO (denials only), so "
+              "every ALLOW looks unused; set it to DEBUG on the brokers to see what is used", file=sys.stderr)
+    return EXIT_PROBLEMS if args.strict and (n.get("not_consistent") or unreadable) else EXIT_OK
+
+
+def _verify_in_lake(args: argparse.Namespace, out: TextIO) -> int:
+    """`audit verify-log --lake`: the logs given (read on the executors, not stored), or without any the decisions
+    access_events holds for the cluster, verified against the lake's replayed tables."""
+    from collections import Counter
+
+    from pyspark.sql import functions as F
+
+    from replay.spark.verify_access import verdicts_of, verify_access
+
+    lake = _lake_for_logs(args)
+    settings = {"super_users": args.super_users, "allow_everyone": args.allow_everyone_if_no_acl_found,
+                "skew_ms": args.skew_ms}
+    events, unreadable = _lake_events(args, lake)
+    if events is not None:
+        if args.from_time is not None:
+            events = events.where(F.col("time") >= args.from_time)
+        if args.to_time is not None:
+            events = events.where(F.col("time") <= args.to_time)
+        verdicts = verify_access(lake, events, **settings)
+    else:
+        verdicts = verdicts_of(lake, args.lake_cluster, args.from_time, args.to_time, **settings)
+    counts: Counter[str] = Counter()
+
+    def rows() -> Iterator[dict[str, Any]]:  # streamed from the executors, a partition at a time
+        ordered = verdicts.orderBy("time", "source_file", "line")
+        for r in ordered.toLocalIterator():
+            counts[r["verdict"]] += 1
+            yield {"verdict": r["verdict"], "why": r["why"], "time": format_time(r["time"]) if r["time"] is not None
+                   else None, "principal": r["principal"], "host": r["host"], "operation": r["operation"],
+                   "resource_type": r["resource_type"], "pattern_type": r["pattern_type"],
+                   "resource_name": r["resource_name"], "api": r["api"], "decision": r["decision"], "rule": r["rule"],
+                   "offsets": r["offsets"], "acl_ids": r["acl_ids"], "broker": r["broker"], "file": r["source_file"],
+                   "line": r["line"]}
+
+    _renderer(args, out).rows(rows(), people=_VERDICT_PEOPLE)
+    told_counts = ", ".join(f"{counts[v]} {v}" for v in ("consistent", "inconsistent", "unknown"))
+    print(f"verify-log: {sum(counts.values())} logged decision(s): {told_counts}; {unreadable} line(s) that look like "
+          "decisions could not be read", file=sys.stderr)
+    return EXIT_PROBLEMS if args.strict and (counts["inconsistent"] or unreadable) else EXIT_OK
+
+
 def cmd_unused(args: argparse.Namespace, out: TextIO) -> int:
     """`audit unused`: the ACLs no logged decision of the window used, and per principal granted against used."""
     from replay.kafka.authorizer_log import LoggedDecision, read_log
     from replay.kafka.unused_acls import acl_rows, principal_rows, usage
 
+    if not args.dumps:
+        return _unused_in_lake(args, out)
     verifier, zone = _log_verifier(args)
     unreadable: list[Any] = []
 
@@ -814,11 +944,24 @@ def _broker_options(p: argparse.ArgumentParser) -> None:
                    help="the broker ran with allow.everyone.if.no.acl.found=true")
 
 
-def _log_options(p: argparse.ArgumentParser, strict: str) -> None:
-    """What the audits of broker logs read: the logs, the dumps, the broker's settings and clock."""
-    p.add_argument("logs", nargs="+", metavar="LOG", help="authorizer log files (kafka-authorizer.log*)")
-    p.add_argument("--dumps", action="append", required=True, metavar="PATH",
-                   help="the cluster's __cluster_metadata dumps (files or directories; repeat for several)")
+def _log_options(p: argparse.ArgumentParser, strict: str, lake: bool = False) -> None:
+    """What the audits of broker logs read: the logs, the dumps (or, with `lake`, a lake instead), the broker's
+    settings and clock."""
+    p.add_argument("logs", nargs="*" if lake else "+", metavar="LOG",
+                   help="authorizer log files (kafka-authorizer.log*, plain or gzip)"
+                        + ("; with --lake and none: the cluster's access_events (see ingest-log)" if lake else ""))
+    p.add_argument("--dumps", action="append", required=not lake, metavar="PATH",
+                   help="the cluster's __cluster_metadata dumps (files or directories; repeat for several)"
+                        + ("; without it, the replayed tables of the lake named by --lake or --catalog" if lake
+                           else ""))
+    if lake:
+        _lake_options(p, cluster_required=False)
+        p.add_argument("--broker", help="with --lake and LOG: the broker the logs belong to (default: the name of "
+                                        "each file's directory)")
+        p.add_argument("--from", dest="from_time", type=time_argument, metavar="T1",
+                       help="only decisions logged at or after T1 (default: all)")
+        p.add_argument("--to", dest="to_time", type=time_argument, metavar="T2",
+                       help="only decisions logged at or before T2 (default: all)")
     p.add_argument("--skew-ms", type=int, default=2000,
                    help="how far the broker's log clock and apply lag may put a line from the metadata log's "
                         "append times (default 2000)")
@@ -894,6 +1037,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="store SCRAM credentials and password configs in the lake as the log holds them (by default "
                         "`payload_json` and `raw_value` hold a redaction marker in their place)")
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ingest-log", parents=[output],
+                       help="brokers' authorizer logs into the lake's access_events table (what really happened), "
+                            "for audit verify-log --lake and the acl_verify_access SQL function")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="authorizer log files or directories (plain or gzip; "
+                   "Kafka's kafka.authorizer.logger lines or Confluent's audit-log events); any URI Spark reads")
+    _lake_options(p)
+    p.add_argument("--broker", help="the broker the logs belong to (default: the name of each file's directory)")
+    p.add_argument("--log-time-zone", default="UTC",
+                   help="the zone of log dates that carry none (log4j's default %%d): UTC, +01:00, Europe/Berlin")
+    p.add_argument("--strict", action="store_true", help="fail, writing nothing, if a decision line does not read")
+    p.add_argument("--no-progress", action="store_true", help="no status lines")
+    p.set_defaults(func=cmd_ingest_log)
 
     p = sub.add_parser("watch", parents=[output],
                        help="ingest dumps as they arrive in a directory (Structured Streaming), replaying what they "
@@ -1027,12 +1183,15 @@ def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
     _broker_options(a)
 
     v = audits.add_parser("verify-log", parents=[output], help=(
-        "was each decision a broker's authorizer log records the one the ACLs of that moment give? (from dump files)"),
+        "was each decision a broker's authorizer log records the one the ACLs of that moment give? (from dump "
+        "files, or a lake)"),
         description="Reads Kafka's authorizer log (kafka.authorizer.logger: StandardAuthorizer or the older "
-                    "AclAuthorizer, plain or gzip) and gives each logged decision a verdict against the history the "
-                    "dumps hold: consistent, inconsistent (with why) or unknown (a hole, or a time before the "
-                    "history).")
-    _log_options(v, "exit 3 when a decision is inconsistent, a line cannot be read, or the dumps have problems")
+                    "AclAuthorizer, plain or gzip; Confluent's audit-log events) and gives each logged decision a "
+                    "verdict against the history the dumps (--dumps) or the lake (--lake/--catalog with "
+                    "--lake-cluster) hold: consistent, inconsistent (with why) or unknown (a hole, or a time before "
+                    "the history). With a lake and no LOG: the decisions ingested into access_events (ingest-log).")
+    _log_options(v, "exit 3 when a decision is inconsistent, a line cannot be read, or the dumps have problems",
+                 lake=True)
     v.set_defaults(func=cmd_verify_log)
 
     u = audits.add_parser("unused", parents=[output], help=(
@@ -1042,10 +1201,8 @@ def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
                     "lists the ACLs live in the window with the decisions they made and the hosts those came "
                     "from (unused first), and per principal the operations granted, used, and its ALLOWs that "
                     "decided nothing. Needs the authorizer logger at DEBUG: at INFO only denials are logged.")
-    u.add_argument("--from", dest="from_time", type=time_argument, metavar="T1", help="window start (default: all)")
-    u.add_argument("--to", dest="to_time", type=time_argument, metavar="T2", help="window end (default: all)")
     u.add_argument("--only-unused", action="store_true", help="list only the ACLs that decided nothing")
-    _log_options(u, "exit 3 when a line is not consistent with the ACLs or cannot be read")
+    _log_options(u, "exit 3 when a line is not consistent with the ACLs or cannot be read", lake=True)
     u.set_defaults(func=cmd_unused)
 
     a = audit("risky", "risky grants: ALLOWs for User:*, of ALL, on the resource * or on every prefix; topics no ACL "

@@ -18,11 +18,13 @@ instead (`parse_event`); their field names come from Confluent's documentation a
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
+from typing import IO, Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from replay.kafka.acl import AclBinding, AclOperation, ResourceType
@@ -187,15 +189,56 @@ class LineProblem:
 def read_log(path: str, zone: tzinfo = timezone.utc) -> Iterator[tuple[int, LoggedDecision | LineProblem]]:
     """Each decision of a log file (gzip-compressed or plain: the first bytes say which) with its line number;
     unreadable decisions come as `LineProblem`s in their place, so nothing is skipped silently."""
-    with open(path, "rb") as probe:
-        compressed = probe.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rt", encoding="utf-8", errors="replace") if compressed
-          else open(path, encoding="utf-8", errors="replace")) as lines:
-        for number, line in enumerate(lines, 1):
-            try:
-                found = parse_line(line, zone)
-            except LogLineError as err:
-                yield number, LineProblem(path, number, str(err))
-                continue
-            if found is not None:
-                yield number, found
+    with open(path, "rb") as stream:
+        for line in read_stream(stream, path, zone):
+            yield line.number, line.item
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLine:
+    """A line of a log that holds a decision (or fails to): its number from 1, its byte position (in the text, for
+    a gzip file) and its text, and what it says."""
+
+    number: int
+    position: int
+    text: str
+    item: LoggedDecision | LineProblem
+
+
+def read_stream(stream: IO[bytes], path: str, zone: tzinfo = timezone.utc) -> Iterator[ReadLine]:
+    """`read_log` over an open binary stream (`path` names it in problems), with each line's position and text: what
+    the lake's ingest reads on the executors (`replay.spark.access_decode`)."""
+    head = stream.read(2)
+    source: IO[bytes] = cast(IO[bytes], _Chained(head, stream))
+    if head == b"\x1f\x8b":
+        source = cast(IO[bytes], gzip.GzipFile(fileobj=source))
+    position = 0
+    for number, raw in enumerate(io.BufferedReader(cast(Any, source), 1 << 20), 1):
+        at, position = position, position + len(raw)
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        try:
+            found = parse_line(text, zone)
+        except LogLineError as err:
+            yield ReadLine(number, at, text, LineProblem(path, number, str(err)))
+            continue
+        if found is not None:
+            yield ReadLine(number, at, text, found)
+
+
+class _Chained(io.RawIOBase):
+    """Bytes already read from a stream, then the rest of it."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head, self._rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n], self._head = self._head[:n], self._head[n:]
+            return n
+        data = self._rest.read(len(b))
+        b[:len(data)] = data
+        return len(data)

@@ -126,7 +126,7 @@ def _cores(spark: SparkSession) -> int:
 CACHE_IN_MEMORY_BYTES = 64 * 1024 * 1024
 
 
-def _persist(df: DataFrame, input_bytes: int) -> bool:
+def persist_decoded(df: DataFrame, input_bytes: int) -> bool:
     """Cache the decoded rows, so that the files are decoded once (the summary reads them, then the write)."""
     level = StorageLevel.MEMORY_AND_DISK if input_bytes <= CACHE_IN_MEMORY_BYTES else StorageLevel.DISK_ONLY
     try:
@@ -200,7 +200,7 @@ def ingest(
     unit = "files" if len(parts) == len(plan) else "parts"
     counters = _counters(spark)
     decoded = decode_plan(spark, parts, counters)
-    cached = _persist(decoded, total)
+    cached = persist_decoded(decoded, total)
     try:
         if counters is not None:
             def read() -> tuple[float, str]:

@@ -263,7 +263,7 @@ class _Prefixed(io.RawIOBase):
         return n
 
 
-def _open(entry: PlannedFile) -> IO[bytes]:
+def open_planned(entry: PlannedFile) -> IO[bytes]:
     if entry.open_with == "local":
         return open(entry.local_path or entry.uri, "rb", buffering=1024 * 1024)
     if entry.open_with == "fsspec":
@@ -307,7 +307,7 @@ def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any)
                 for index in range(int(part), len(plan), partitions):
                     entry = plan[index]
                     try:
-                        stream = _open(entry)
+                        stream = open_planned(entry)
                     except Exception as e:
                         yield from _emit([as_tuple(_unreadable(entry, e))], buf)
                     else:

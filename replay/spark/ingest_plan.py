@@ -62,7 +62,7 @@ def _norm(uri: str) -> str:
     return os.path.realpath(local) if local is not None else uri.rstrip("/")
 
 
-def _input_roots(paths: Sequence[str]) -> list[str]:
+def input_roots(paths: Sequence[str]) -> list[str]:
     """Inputs as Spark should list them: local paths made absolute, URIs as given."""
     roots = []
     for p in paths:
@@ -139,7 +139,7 @@ def classify_listing(
     return planned, ignored
 
 
-def _choose_opener(uri: str, probes: dict[str, str]) -> tuple[str, str | None]:
+def choose_opener(uri: str, probes: dict[str, str]) -> tuple[str, str | None]:
     """How executors will open `uri`: ("local", path) | ("fsspec", None) | ("pyarrow", None) | ("spark", None)."""
     local = local_path_of(uri)
     if local is not None:
@@ -224,12 +224,12 @@ def _first_line(error: Exception) -> str:
 
 def plan_files(spark: SparkSession, paths: Sequence[str]) -> tuple[list[PlannedFile], list[str]]:
     """List `paths` with Spark (names and sizes only) and decide each file's kind and how executors open it."""
-    roots = _input_roots(paths)
+    roots = input_roots(paths)
     planned, ignored = classify_listing(roots, list_inputs(spark, roots))
     probes: dict[str, str] = {}
     out = []
     for f in planned:
-        how, local = _choose_opener(f.uri, probes)
+        how, local = choose_opener(f.uri, probes)
         out.append(PlannedFile(f.uri, f.length, f.kind, f.snapshot_end_offset, f.snapshot_epoch, f.explicit, how,
                                local))
     return out, ignored

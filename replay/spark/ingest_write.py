@@ -71,7 +71,7 @@ def _is_conflict(error: Exception) -> bool:
     return "Concurrent" in text or "DELTA_CONCURRENT" in text or "MetadataChanged" in text
 
 
-def _merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condition: str, metadata: str) -> int:
+def insert_new(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condition: str, metadata: str) -> int:
     """Insert the source rows the table does not match; return how many were inserted (0: Delta made no commit).
 
     The commit's userMetadata comes from the session conf (SQL MERGE has no writer option); `ingest` runs in a
@@ -229,7 +229,7 @@ def write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: I
                      METADATA_RECORDS, attempt)
             continue
         return _rows_added(lake, METADATA_RECORDS, metadata)
-    return _merge(spark, lake, METADATA_RECORDS,
+    return insert_new(spark, lake, METADATA_RECORDS,
                   records_source(decoded, cluster, report.ingest_id, copies_to_drop(summary, lake, cluster),
                                  report.records),
                   _record_condition(cluster, report.log_offsets), metadata)
@@ -251,5 +251,5 @@ def _quarantine_condition(cluster: str) -> str:
 def write_quarantine(spark: SparkSession, lake: Lake, decoded: DataFrame, report: IngestReport) -> int:
     """Write this ingest's quarantine rows (problems the table does not hold yet); how many were new."""
     cluster = report.cluster_id
-    return _merge(spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
+    return insert_new(spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
                   _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems))

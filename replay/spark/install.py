@@ -2,7 +2,7 @@
 warehouse, a BI tool or any Spark session can call them without this package.
 
 The functions are the same definitions the Python session registers as temporary ones (`queries.state_functions`,
-`audits.audit_functions`, `authorize_api_sql.api_functions`), in plain SQL (no Python function), each with a COMMENT. A directory lake's functions read
+`audits.audit_functions`, `authorize_api_sql.api_functions`, `verify_access.verify_functions`), in plain SQL (no Python function), each with a COMMENT. A directory lake's functions read
 its tables by path (`` delta.`/lake/acl_history` ``) from the schema given; a catalog lake's land in its own schema.
 """
 
@@ -17,11 +17,14 @@ from replay.spark.authorize_api_sql import api_functions
 from replay.spark.queries import state_functions
 from replay.spark.rules import INCOMPLETE, LOG, MISSING, SNAPSHOT, known_end_sql, live_sql
 from replay.spark.sqlddl import SqlFunction, SqlView
-from replay.spark.tables import ACL_FIELDS, ALL_TABLES, Lake, quote_ident
+from replay.spark.tables import ACCESS_EVENTS, ACL_FIELDS, ALL_TABLES, Lake, quote_ident
+from replay.spark.verify_access import verify_functions
 
 
-def lake_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
-    return [*state_functions(table_ref), *audit_functions(table_ref), *api_functions(table_ref)]
+def lake_functions(table_ref: Callable[[str], str], access: bool = False) -> list[SqlFunction]:
+    """Every function; `access`: also those over `access_events` (a lake that has ingested authorizer logs)."""
+    return [*state_functions(table_ref), *audit_functions(table_ref), *api_functions(table_ref),
+            *(verify_functions(table_ref) if access else [])]
 
 
 def lake_views(table_ref: Callable[[str], str]) -> list[SqlView]:
@@ -65,7 +68,7 @@ def install_statements(lake: Lake, schema: str | None = None) -> list[str]:
     else:
         target = ".".join(quote_ident(p) for p in schema.split("."))
     return [f"CREATE SCHEMA IF NOT EXISTS {target}",
-            *[f.create(target) for f in lake_functions(lake.source)],
+            *[f.create(target) for f in lake_functions(lake.source, lake.exists(ACCESS_EVENTS))],
             *[v.create(target) for v in lake_views(lake.source)]]
 
 

@@ -23,7 +23,7 @@ from replay.spark import feed, findings, resume
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
-from replay.spark.tables import REPLAY_ID, REPLAY_SCHEMAS, Lake
+from replay.spark.tables import LOG_SOURCE_KIND, REPLAY_ID, REPLAY_SCHEMAS, Lake
 
 
 def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = None,
@@ -43,7 +43,8 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
         return lake.read(table).where(F.col("cluster_id").isin(clusters))
 
     with step(lake.spark, "replay: plan"):
-        records, quarantine = of_clusters("metadata_records"), of_clusters("quarantine")
+        records = of_clusters("metadata_records")  # the dumps' problems only: not those of authorizer logs
+        quarantine = of_clusters("quarantine").where(~F.col("source_kind").eqNullSafe(LOG_SOURCE_KIND))
         for name in REPLAY_SCHEMAS:
             lake.ensure(name)
         states = resume.read_states(lake, clusters)

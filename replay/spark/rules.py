@@ -174,15 +174,19 @@ def offset_at_time_sql(times: str, cluster: str, time_ms: str, name: str = "at")
             f"AND t.time <= {time_ms}")
 
 
-def offsets_at_times_sql(probes: str, times: str) -> str:
+def offsets_at_times_sql(probes: str, times: str, carry: tuple[str, ...] = ()) -> str:
     """`offset_at_time_sql` for every (cluster_id, _t) of the relation `probes` at once, as columns cluster_id, _t,
     _at: an as-of window over offset_times and the probes in time order (an index entry at the very time comes first,
-    so it counts: at or before), not a range join, so a million requested times cost a sort, not a product."""
+    so it counts: at or before), not a range join, so a million requested times cost a sort, not a product.
+    `carry`: more columns of `probes` to keep (given as `type name`, e.g. `BINARY event_key`)."""
     window = "PARTITION BY cluster_id ORDER BY _t, _tag ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
-    return f"""SELECT cluster_id, _t, _at FROM (
-  SELECT cluster_id, _t, _tag, max(_o) OVER ({window}) AS _at FROM (
-    SELECT cluster_id, `time` AS _t, `offset` AS _o, 0 AS _tag FROM {times}
-    UNION ALL SELECT cluster_id, _t, CAST(NULL AS BIGINT) AS _o, 1 AS _tag FROM {probes}))
+    names = [c.split()[-1] for c in carry]
+    kept = "".join(f", {n}" for n in names)
+    nulls = "".join(f", CAST(NULL AS {c.rsplit(' ', 1)[0]}) AS {n}" for c, n in zip(carry, names, strict=True))
+    return f"""SELECT cluster_id, _t{kept}, _at FROM (
+  SELECT cluster_id, _t{kept}, _tag, max(_o) OVER ({window}) AS _at FROM (
+    SELECT cluster_id, `time` AS _t, `offset` AS _o, 0 AS _tag{nulls} FROM {times}
+    UNION ALL SELECT cluster_id, _t, CAST(NULL AS BIGINT) AS _o, 1 AS _tag{kept} FROM {probes}))
 WHERE _tag = 1"""
 
 

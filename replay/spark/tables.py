@@ -54,8 +54,9 @@ ANOMALIES = "anomalies"
 OFFSET_TIMES = "offset_times"
 REPLAY_STATE = "replay_state"
 ACL_EVENT_FEED = "acl_event_feed"
+ACCESS_EVENTS = "access_events"
 ALL_TABLES = (METADATA_RECORDS, QUARANTINE, ACL_EVENTS, ACL_HISTORY, LOG_COVERAGE, ANOMALIES, OFFSET_TIMES,
-              REPLAY_STATE, ACL_EVENT_FEED)
+              REPLAY_STATE, ACL_EVENT_FEED, ACCESS_EVENTS)
 
 # What each table holds, as `DESCRIBE TABLE EXTENDED` shows it (every column carries its own comment too).
 TABLE_COMMENTS = {
@@ -77,6 +78,9 @@ TABLE_COMMENTS = {
                     "every visible change not published before and a RETRACT row for every published change the "
                     "replay no longer shows (a new dump changed it). Never rewritten: a Delta stream reads each "
                     "row once.",
+    ACCESS_EVENTS: "Bronze: one row per authorization decision a broker logged (kafka.authorizer.logger, or a "
+                   "Confluent audit-log event), as ingested from the log files; what really happened, to compare "
+                   "with what the ACLs allowed.",
 }
 
 PARTITION_COLUMNS = ("cluster_id",)
@@ -171,7 +175,7 @@ QUARANTINE_SCHEMA = StructType([
     _f("offset", LongType(), "log offset, when known"),
     _f("kind", StringType(), "what is wrong (ProblemKind value: bad_crc, truncated_tail, bad_record, ...)"),
     _f("message", StringType(), "what is wrong, in words"),
-    _f("line", IntegerType(), "dump-log text only: the line of the text"),
+    _f("line", IntegerType(), "dump-log text and authorizer logs: the line of the text, from 1"),
     _f("raw", BinaryType(), "the undecodable bytes (the decoder keeps at most 1 MiB per problem)"),
     _f("content_hash", BinaryType(), "sha256 of kind, position, offset and raw bytes, first 16 bytes (the identity)"),
     _f("ingest_id", StringType(), "the ingest that first found it"),
@@ -307,12 +311,48 @@ FEED_SCHEMA = StructType([
     *[f for f in EVENTS_SCHEMA.fields if f.name != "cluster_id"],
 ])
 
+# quarantine rows of the authorizer logs (`replay.spark.access_ingest`): not the dumps' problems, so not the replay's
+LOG_SOURCE_KIND = "authorizer_log"  # their source_kind
+UNREADABLE_LOG_LINE = "unreadable_log_line"  # their kind: a line that looks like a decision and does not read
+
+# access_events: the named ACL of a MatchingAcl rule, its fields prefixed (the request has fields of the same names)
+NAMED_ACL_PREFIX = "acl_"
+
+ACCESS_EVENTS_SCHEMA = StructType([
+    _CLUSTER,
+    _f("broker", StringType(), "the broker that logged it (--broker, else the name of the directory holding the "
+       "file)"),
+    _f("time", LongType(), "the broker's clock when it logged the decision, epoch milliseconds (its log date, read "
+       "in the zone given); null when the layout has no date"),
+    _f("principal", StringType(), "the requesting principal, e.g. User:alice"),
+    _f("host", StringType(), "the client address as the broker printed it (Java's rendering)"),
+    _f("operation", StringType(), "AclOperation enum name (READ, WRITE, DESCRIBE, ...)"),
+    _f("resource_type", StringType(), "ResourceType enum name (TOPIC, GROUP, CLUSTER, ...)"),
+    _f("pattern_type", StringType(), "the requested resource's pattern type (LITERAL for every request a broker "
+       "authorizes)"),
+    _f("resource_name", StringType(), "the requested resource's name"),
+    _f("api", StringType(), "the request as the broker names it (Produce, Fetch, Metadata, ...)"),
+    _f("decision", StringType(), "ALLOWED or DENIED, as logged"),
+    _f("rule", StringType(), "the rule text the broker logged (null where it names none)"),
+    _f("rule_kind", StringType(), "SuperUser, DefaultAllow, DefaultDeny, MatchingAcl or RBAC; null where the log "
+       "names no rule"),
+    *[_f(NAMED_ACL_PREFIX + name, StringType(), f"MatchingAcl: the named ACL's {name}") for name in ACL_FIELDS],
+    _f("level", StringType(), "the log level of the line (INFO for denials, DEBUG for allowed requests)"),
+    _f("source_file", StringType(), "the log file read (its URI as Spark lists it) when the row was first ingested"),
+    _f("line", IntegerType(), "the line of that file, from 1 (of its text, for a gzip-compressed file)"),
+    _f("file_position", LongType(), "byte position of the line in that file (in its text, for a gzip file)"),
+    _f("event_key", BinaryType(), "the row's identity: sha256 of broker, line number and text, first 16 bytes (a "
+       "renamed, rotated or compressed copy of a file is the same rows)", nullable=False),
+    _f("ingest_id", StringType(), "the ingest that first brought this row"),
+])
+
 SCHEMAS: dict[str, StructType] = {
     METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
     QUARANTINE: QUARANTINE_SCHEMA,
     **REPLAY_SCHEMAS,
     REPLAY_STATE: STATE_SCHEMA,
     ACL_EVENT_FEED: FEED_SCHEMA,
+    ACCESS_EVENTS: ACCESS_EVENTS_SCHEMA,
 }
 
 # Properties some tables have besides `TABLE_PROPERTIES`: the feed is only ever appended to, and Delta enforces it;

@@ -546,6 +546,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     module("authorize", authorize_one=authorize_one,
            render_decision=lambda result, fmt: [f"{result['principal']}: certainly {result['decision']}"])
     module("authorize_api_sql", register_api_functions=register_api_functions)
+    module("verify_access", register_verify_functions=lambda spark, lk, only=None: [])
     module("ingest", ingest=ingest, IngestError=IngestError, StrictIngestError=StrictIngestError)
     calls["lake"] = [lake]
     return calls
@@ -780,9 +781,9 @@ AUDIT_FLAGS = {
                  "--allow-everyone-if-no-acl-found"},
     "risky": {"--as-of-offset", "--as-of-time", "--allow-everyone-if-no-acl-found"},
     "verify-log": {"--dumps", "--skew-ms", "--log-time-zone", "--high-watermark", "--strict", "--super-users",
-                   "--allow-everyone-if-no-acl-found"},
+                   "--allow-everyone-if-no-acl-found", "--broker", "--from", "--to"},
     "unused": {"--dumps", "--skew-ms", "--log-time-zone", "--high-watermark", "--strict", "--super-users",
-               "--allow-everyone-if-no-acl-found", "--from", "--to", "--only-unused"},
+               "--allow-everyone-if-no-acl-found", "--from", "--to", "--only-unused", "--broker"},
 }
 EVERY_AUDIT_FLAG = set().union(*AUDIT_FLAGS.values())
 COMMON_FLAGS = {"--help", "--output", "--lake", "--catalog", "--lake-cluster", "--master", "--avro"}

@@ -18,12 +18,13 @@ from replay.kafka.authorizer import (
     REASON_ALLOW_EVERYONE,
     REASON_DENY_ACL,
     REASON_SUPER_USER,
+    java_host_address,
 )
 from replay.kafka.authorizer_log import LoggedDecision, parse_line
 from replay.kafka.dump import replay_paths
 from replay.kafka.replayer import AclState, ReplayResult
 from replay.kafka.times import format_time
-from replay.kafka.verify_log import CONSISTENT, INCONSISTENT, UNKNOWN, decision_at, known_for, verify
+from replay.kafka.verify_log import CONSISTENT, INCONSISTENT, UNKNOWN, decision_at, exact_decision, verify
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "small-snapshots"
 AT = 150  # an offset of the sample whose state holds 33 ACLs, all known exactly
@@ -53,7 +54,7 @@ def acl_text(b: AclBinding) -> str:
 def request_of(b: AclBinding) -> tuple[str, str, str, str]:
     """A request (principal, host, operation, resource name) that the ACL applies to."""
     principal = b.principal if b.principal != "User:*" else "User:someone"
-    host = b.host if b.host != "*" else "10.9.8.7"
+    host = java_host_address(b.host) if b.host != "*" else "10.9.8.7"  # as a broker prints a client's address
     operation = b.operation if b.operation != "ALL" else "DESCRIBE"
     name = {"LITERAL": b.resource_name if b.resource_name != "*" else "anything"}.get(
         b.pattern_type, b.resource_name + "-x")
@@ -139,14 +140,34 @@ def test_the_skew_window_takes_the_states_just_before_and_after(history: ReplayR
     assert verify(line, history, skew_ms=0).verdict == INCONSISTENT
 
 
-def test_a_state_with_a_possible_acl_on_the_resource_is_not_known_for_it() -> None:
+def test_a_state_decides_exactly_unless_a_possible_acl_could_change_the_answer() -> None:
+    """An uncertain ACL (possibly live) leaves the answer exact unless it matches the request (it could decide it,
+    or be the ACL a broker names) or, with allow.everyone.if.no.acl.found, covers the resource (it could turn the
+    default around); a hole or an incomplete stretch never decides exactly."""
     line: Any = LoggedDecision(0, "", None, "User:a", "10.0.0.1", "READ", "TOPIC", "LITERAL", "orders", "Fetch", 1,
                                "DENIED", "DefaultDeny", "DefaultDeny", None)
-    other = AclBinding("TOPIC", "payments", "LITERAL", "User:a", "*", "READ", "ALLOW")
-    same = AclBinding("TOPIC", "ord", "PREFIXED", "User:b", "*", "READ", "ALLOW")
-    assert known_for(AclState(5, {}, {"x": other}, True, True), line)
-    assert not known_for(AclState(5, {}, {"x": same}, True, True), line)
-    assert not known_for(AclState(5, {}, {}, False, True), line) and not known_for(AclState(5, {}, {}, True, False), line)
+    elsewhere = AclBinding("TOPIC", "payments", "LITERAL", "User:a", "*", "READ", "ALLOW")
+    others = AclBinding("TOPIC", "ord", "PREFIXED", "User:b", "*", "READ", "ALLOW")
+    mine = AclBinding("TOPIC", "ord", "PREFIXED", "User:a", "10.0.0.1", "ALL", "DENY")
+
+    def exact(state: AclState, allow_everyone: bool = False) -> Any:
+        return exact_decision(state, line, _authorizer(state.certain, allow_everyone), None, allow_everyone)
+
+    assert exact(AclState(5, {}, {"x": elsewhere}, True, True)).reason == "no matching ACL"
+    assert exact(AclState(5, {}, {"x": others}, True, True)).reason == "no matching ACL"
+    assert exact(AclState(5, {}, {"x": others}, True, True), allow_everyone=True) is None
+    assert exact(AclState(5, {}, {"x": elsewhere}, True, True), allow_everyone=True).reason == "allow everyone"
+    assert exact(AclState(5, {}, {"x": mine}, True, True)) is None
+    assert exact(AclState(5, {}, {}, False, True)) is None and exact(AclState(5, {}, {}, True, False)) is None
+
+
+def _authorizer(acls: dict[str, AclBinding], allow_everyone: bool) -> Any:
+    from replay.kafka.authorizer import StandardAuthorizer
+
+    a = StandardAuthorizer(None, allow_everyone)
+    a.load_snapshot(acls)
+    a.complete_initial_load()
+    return a
 
 
 def test_the_command_verifies_a_log_against_the_dumps(history: ReplayResult, tmp_path: Path,

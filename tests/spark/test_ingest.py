@@ -497,8 +497,8 @@ def test_large_inputs_are_cached_on_disk_only(spark: Any) -> None:
 
     small, large = spark.range(3), spark.range(4)  # two plans: one cache entry each
     try:
-        assert ingest_module._persist(small, 20 * 1024 * 1024)
-        assert ingest_module._persist(large, ingest_module.CACHE_IN_MEMORY_BYTES + 1)
+        assert ingest_module.persist_decoded(small, 20 * 1024 * 1024)
+        assert ingest_module.persist_decoded(large, ingest_module.CACHE_IN_MEMORY_BYTES + 1)
         assert small.storageLevel == StorageLevel.MEMORY_AND_DISK
         assert large.storageLevel == StorageLevel.DISK_ONLY
         assert large.count() == 4
@@ -515,7 +515,7 @@ def test_decode_file_through_pyarrow_stream(tmp_path: Any) -> None:
     arrow = PlannedFile("file://" + seg, os.path.getsize(seg), "segment", open_with="pyarrow")
     rows = []
     for entry in (direct, arrow):
-        stream = ingest_decode._open(entry)
+        stream = ingest_decode.open_planned(entry)
         try:
             rows.append([(r["offset"], r["content_hash"]) for r in decode_file(entry, stream)])
         finally:
@@ -532,7 +532,7 @@ def test_files_read_through_spark_binaryfile(spark: Any, tmp_path: Any, monkeypa
                                                                "00000000000000000000.log"))) + "\n")
     normal = Lake(spark, str(tmp_path / "normal"))
     ingest(spark, [dump], "c1", normal, progress=False)
-    monkeypatch.setattr(ingest_plan, "_choose_opener", lambda uri, probes: ("spark", None))
+    monkeypatch.setattr(ingest_plan, "choose_opener", lambda uri, probes: ("spark", None))
     via_spark = Lake(spark, str(tmp_path / "via-spark"))
     report = ingest(spark, [dump], "c1", via_spark, progress=False)
     assert report.records == 18 and report.records_new == 12  # the text repeats the segment's 6 records
