@@ -486,21 +486,16 @@ for name, fig in figures.items():
 # MAGIC executors (`ingest_access_logs`, idempotent like the dump ingest), and each logged decision is verified in
 # MAGIC Spark (`verdicts_of`, the same query as the SQL function `acl_verify_access`): `consistent`, `inconsistent`
 # MAGIC (with why: another decision, another rule or ACL, a super user nobody named) or `unknown` (a hole, a time
-# MAGIC before the history). Then the ACLs that decided no logged request, unused first (least privilege; the
-# MAGIC reference engine on the driver for now). The widgets `authorizer_log` (log files or directories,
+# MAGIC before the history). Then the ACLs that decided no logged request, unused first, and per principal what
+# MAGIC its ALLOWs grant against what it used (least privilege, `unused_access`), as a table and a plot. The widgets `authorizer_log` (log files or directories,
 # MAGIC comma-separated) and `authorizer_dumps` (that cluster's dumps, ingested as `authorizer_cluster`) default to
 # MAGIC the sample `data/authorizer-log/`, a real broker's dump and log from one run; `super_users` and
 # MAGIC `log_time_zone` are the broker's.
 
 # COMMAND ----------
 
-import pandas as pd
-
-from replay.kafka.authorizer_log import LoggedDecision, parse_zone, read_log
-from replay.kafka.dump import replay_paths
-from replay.kafka.unused_acls import acl_rows, usage
-from replay.kafka.verify_log import Verifier
 from replay.spark.access_ingest import ingest_access_logs
+from replay.spark.unused_access import unused_access
 from replay.spark.verify_access import register_verify_functions, verdicts_of
 
 _log_sample = os.path.join(_data, "authorizer-log") if not nb.on_databricks() and _data else ""
@@ -525,10 +520,11 @@ if authorizer_log and authorizer_dumps:
     register_verify_functions(spark, lake)
     display(spark.sql(f"SELECT verdict, count(*) AS decisions FROM acl_verify_access('{authorizer_cluster}', "
                       f"super_users => '{super_users}') GROUP BY verdict"))
-    verifier = Verifier(replay_paths([authorizer_dumps]), super_users)
-    decided = [x for path in logs if os.path.isfile(path) for _, x in read_log(path, parse_zone(log_time_zone))
-               if isinstance(x, LoggedDecision)]
-    display(pd.DataFrame(acl_rows(verifier.result, usage(decided, verifier), None, None)))
+    found = unused_access(lake, authorizer_cluster, super_users=super_users)
+    print(found.counts)
+    display(found.acls)
+    display(found.principals)
+    display(plots.granted_used_figure([r.asDict() for r in found.principals.collect()], authorizer_cluster))
 else:
     print("no authorizer log given: set the `authorizer_log` and `authorizer_dumps` widgets")
 

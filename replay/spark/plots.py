@@ -20,6 +20,9 @@ The figures:
 * `principal_timeline_figure(lake, cluster, principal)`: one horizontal bar per ACL lifetime that names the
   principal (and `User:*`), solid where it was certainly live and hatched where a bound is uncertain.
 
+* `granted_used_figure(rows, cluster)`: per principal, the operation types its ALLOWs grant, those its logged
+  requests used, and its ALLOWs that decided nothing (least privilege; rows from `unused_access`).
+
 Each takes `path=` to save a PNG as well, and `mark=` to draw the audit moment as a dashed line. The `*_data`
 functions return the collected aggregates (plain dataclasses), for tests and for other renderers.
 """
@@ -36,6 +39,7 @@ from matplotlib import dates as mdates
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -573,3 +577,37 @@ def busiest_principal(lake: Lake, cluster: str) -> str | None:
     row = (_cluster_rows(lake, "acl_history", cluster).where(F.col("principal") != "User:*")
            .groupBy("principal").count().orderBy(F.desc("count"), "principal").first())
     return None if row is None else str(row["principal"])
+
+
+# ---- granted against used (least privilege, from the brokers' logs) ------------------------------------------------
+
+def draw_granted_used(rows: list[dict[str, Any]], title: str | None = None) -> Figure:
+    """Per principal (`unused_access` principal rows): the operation types its ALLOWs grant, those its logged and
+    verified requests used, and its ALLOW ACLs that decided nothing (candidates to remove)."""
+    fig = new_figure(max(6.0, 1.1 * len(rows) + 3), 4.8)
+    ax = fig.add_subplot()
+    names = [str(r["principal"]) for r in rows]
+    series = [("granted operation types", [len(r["granted"]) for r in rows], _CERTAIN),
+              ("used operation types", [len(r["used"]) for r in rows], _ALLOW),
+              ("ALLOW ACLs that decided nothing", [len(r["granted_not_used"]) for r in rows], _DENY)]
+    width = 0.27
+    for i, (label, heights, color) in enumerate(series):
+        ax.bar([x + (i - 1) * width for x in range(len(rows))], heights, width, label=label, color=color)
+    ax.set_xticks(range(len(rows)), names, rotation=30 if len(rows) > 4 else 0, ha="right" if len(rows) > 4 else "center")
+    ax.set_ylabel("count")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(loc="upper right", fontsize="small")
+    ax.set_title(title or "Granted against used, per principal")
+    if not rows:
+        ax.text(0.5, 0.5, "no principal holds an ALLOW or made an allowed request in the window",
+                transform=ax.transAxes, ha="center")
+    return fig
+
+
+def granted_used_figure(rows: list[dict[str, Any]], cluster: str, path: str | None = None) -> Figure:
+    """`draw_granted_used` of the principal rows of `replay.spark.unused_access.unused_access` (or of the reference's
+    `principal_rows`), titled with the cluster."""
+    fig = draw_granted_used(rows, f"{cluster}: granted against used, per principal (from the brokers' logs)")
+    if path:
+        save(fig, path)
+    return fig

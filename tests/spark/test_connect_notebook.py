@@ -48,6 +48,8 @@ def test_the_notebook_runs_over_spark_connect(server: ConnectServer, tmp_path: P
     ran = re.search(r"(\d+) cell\(s\) run, (\d+) failed", done.stdout + done.stderr)
     assert ran is not None and int(ran.group(1)) > 20 and ran.group(2) == "0", done.stdout[-2000:]
     assert "Spark Connect session" in done.stderr
+    # section 8 over Connect: the sample broker's log ingested on the server's executors and verified there
+    assert "68 read (58 allowed, 10 denied" in done.stdout and "68 new in access_events" in done.stdout
 
     read = subprocess.run([sys.executable, "-m", "replay.cli", "sql", "--lake", lake_dir, "--output", "json",
                            f"SELECT * FROM acl_history WHERE cluster_id = '{SAMPLE.name}'"],

@@ -87,6 +87,7 @@ def logged_rows(spark: Any, lake: Any, path: Path, **settings: Any) -> dict[int,
     return lake_rows(verify_access(lake, rows, **settings))
 
 
+@pytest.mark.spark_b  # the sample's own lake: beside the other Spark worker's tests
 def test_the_log_is_ingested_once_with_its_lines_and_problems(spark: Any, access_lake: Any, tmp_path: Path) -> None:
     """access_events holds exactly the decisions the reference reader finds, with file, line and byte position; the
     same log again, renamed and gzip-compressed, adds nothing; a line that looks like a decision and does not read
@@ -137,6 +138,7 @@ def test_the_log_is_ingested_once_with_its_lines_and_problems(spark: Any, access
     assert access_lake.read("anomalies").where(F.col("message").contains("Jump")).count() == 0
 
 
+@pytest.mark.spark_b  # the sample's own lake: beside the other Spark worker's tests
 def test_the_lake_gives_the_reference_verdicts_on_the_real_log(spark: Any, access_lake: Any) -> None:
     """Every line of the real broker's log: the same verdict, sentence, compared offsets and deciding ACLs as the
     reference, from access_events and from the SQL function; all consistent with the broker's settings, and the
@@ -161,6 +163,7 @@ def test_the_lake_gives_the_reference_verdicts_on_the_real_log(spark: Any, acces
     assert any("super user nobody knew" in v[1] for v in strangers.values())
 
 
+@pytest.mark.spark_b  # the sample's own lake: beside the other Spark worker's tests
 def test_a_tampered_copy_gives_the_reference_verdicts(spark: Any, access_lake: Any, tmp_path: Path) -> None:
     """Decisions flipped, principals swapped and the named ACL changed on some lines: the lake says what the
     reference says, line by line (inconsistent exactly there)."""
@@ -183,13 +186,16 @@ def test_a_tampered_copy_gives_the_reference_verdicts(spark: Any, access_lake: A
 
 
 @pytest.mark.slow  # 20 s of Spark: CI runs it, `make test-fast` does not
-def test_unused_in_the_lake_is_the_references(spark: Any, access_lake: Any, capsys: pytest.CaptureFixture[str]
-                                              ) -> None:
+@pytest.mark.spark_b
+def test_unused_in_the_lake_is_the_references(spark: Any, access_lake: Any, capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
     """Least privilege from access_events: the same ACL rows (used or not, decisions, hosts) and principal rows as
-    the reference; carol's READ on group `reports` was granted and never used. And the commands on the lake."""
+    the reference, drawn as granted against used; carol's READ on group `reports` was granted and never used. And
+    the commands on the lake."""
     from replay import cli
     from replay.kafka.authorizer_log import LoggedDecision
     from replay.kafka.unused_acls import acl_rows, principal_rows, usage
+    from replay.spark.plots import granted_used_figure
     from replay.spark.unused_access import unused_access
 
     history = replay_paths([str(SAMPLE / "dump")])
@@ -200,6 +206,11 @@ def test_unused_in_the_lake_is_the_references(spark: Any, access_lake: Any, caps
     assert [r.asDict() for r in got.acls.collect()] == acl_rows(history, used, None, None)
     assert [r.asDict() for r in got.principals.collect()] == principal_rows(history, used, None, None)
     assert got.counts == {"lines": used.lines, "allowed": used.allowed, "not_consistent": used.not_consistent}
+    rows = [r.asDict() for r in got.principals.collect()]
+    fig = granted_used_figure(rows, CLUSTER, path=str(tmp_path / "granted-used.png"))
+    bars = [[round(b.get_height()) for b in c] for c in fig.axes[0].containers]
+    assert bars == [[len(r[k]) for r in rows] for k in ("granted", "used", "granted_not_used")]
+    assert (tmp_path / "granted-used.png").stat().st_size > 10_000
     idle = [r for r in got.acls.collect() if not r["used"]]
     assert [(r["principal"], r["operation"], r["resource_type"], r["resource_name"]) for r in idle] == [
         ("User:carol", "READ", "GROUP", "reports")]
