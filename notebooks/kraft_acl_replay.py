@@ -487,10 +487,10 @@ for name, fig in figures.items():
 # MAGIC Spark (`verdicts_of`, the same query as the SQL function `acl_verify_access`): `consistent`, `inconsistent`
 # MAGIC (with why: another decision, another rule or ACL, a super user nobody named) or `unknown` (a hole, a time
 # MAGIC before the history). Then the ACLs that decided no logged request, unused first, and per principal what
-# MAGIC its ALLOWs grant against what it used (least privilege, `unused_access`), as a table and a plot. The widgets `authorizer_log` (log files or directories,
-# MAGIC comma-separated) and `authorizer_dumps` (that cluster's dumps, ingested as `authorizer_cluster`) default to
-# MAGIC the sample `data/authorizer-log/`, a real broker's dump and log from one run; `super_users` and
-# MAGIC `log_time_zone` are the broker's.
+# MAGIC its ALLOWs grant against what it used (least privilege, `unused_access`), as a table and a plot. The
+# MAGIC widgets `authorizer_log` (log files or directories, comma-separated) and `authorizer_dumps` (that cluster's
+# MAGIC dumps, ingested as `authorizer_cluster`) default to the sample `data/authorizer-log/`, a real broker's dump
+# MAGIC and log from one run; `super_users` and `log_time_zone` are the broker's.
 
 # COMMAND ----------
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from replay.kafka.acl import AclBinding
 from replay.kafka.authorizer_log import LineProblem, parse_zone, read_stream
-from replay.spark.ingest_decode import PlannedFile, open_planned
+from replay.spark.ingest_decode import PlannedFile, planned_streams
 
 ACL_FIELD_NAMES = list(AclBinding.__dataclass_fields__)
 _STR, _LONG, _INT, _BIN = pa.string(), pa.int64(), pa.int32(), pa.binary()
@@ -90,19 +90,11 @@ def make_log_reader(plan: list[PlannedFile], partitions: int, broker: str | None
     """The mapInArrow function for files executors open themselves: partition i reads files i, i+P, i+2P..."""
 
     def read(batches: Iterator[Any]) -> Iterator[Any]:
-        for arrow_batch in batches:
-            for part in arrow_batch.column("id").to_pylist():
-                for index in range(int(part), len(plan), partitions):
-                    entry = plan[index]
-                    try:
-                        stream = open_planned(entry)
-                    except Exception as e:
-                        yield _batch([_unreadable(entry, broker, e)])
-                        continue
-                    try:
-                        yield from _batches(log_rows(entry, stream, broker, zone_name))
-                    finally:
-                        stream.close()
+        for entry, stream, error in planned_streams(batches, plan, partitions):
+            if stream is None:
+                yield _batch([_unreadable(entry, broker, cast(Exception, error))])
+            else:
+                yield from _batches(log_rows(entry, stream, broker, zone_name))
 
     return read
 

@@ -297,27 +297,39 @@ def _emit(rows: Iterable[Any], buf: RowBuffer) -> Iterator[Any]:
             yield row
 
 
+def planned_streams(batches: Iterator[Any], plan: list[PlannedFile], partitions: int
+                    ) -> Iterator[tuple[PlannedFile, IO[bytes] | None, Exception | None]]:
+    """Inside a `spark.range(P)` task: for each partition id i of its batches, plan entries i, i+P, i+2P... opened
+    as executors open them: (entry, stream, None), or (entry, None, the error) when it cannot be opened. Each stream
+    is closed once the caller moves on."""
+    for arrow_batch in batches:
+        for part in arrow_batch.column("id").to_pylist():
+            for index in range(int(part), len(plan), partitions):
+                entry = plan[index]
+                try:
+                    stream = open_planned(entry)
+                except Exception as e:
+                    yield entry, None, e
+                    continue
+                try:
+                    yield entry, stream, None
+                finally:
+                    stream.close()
+
+
 def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P..."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
         buf = RowBuffer()
-        for arrow_batch in batches:
-            for part in arrow_batch.column("id").to_pylist():
-                for index in range(int(part), len(plan), partitions):
-                    entry = plan[index]
-                    try:
-                        stream = open_planned(entry)
-                    except Exception as e:
-                        yield from _emit([as_tuple(_unreadable(entry, e))], buf)
-                    else:
-                        try:
-                            yield from _emit(decode_rows(entry, stream), buf)
-                        finally:
-                            stream.close()
-                    if counters is not None:
-                        counters[0].add(1)
-                        counters[1].add(entry.size)
+        for entry, stream, error in planned_streams(batches, plan, partitions):
+            if stream is None:
+                yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf)
+            else:
+                yield from _emit(decode_rows(entry, stream), buf)
+            if counters is not None:
+                counters[0].add(1)
+                counters[1].add(entry.size)
         if buf.rows:
             yield buf.flush()
 

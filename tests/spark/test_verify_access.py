@@ -19,13 +19,12 @@ from typing import Any
 
 import pytest
 
-from replay.kafka.acl import RESOURCE_TYPE_PASCAL, AclBinding, ResourceType
 from replay.kafka.authorizer import java_host_address
 from replay.kafka.authorizer_log import parse_zone, read_log
 from replay.kafka.dump import replay_paths
 from replay.kafka.replayer import ReplayResult
-from replay.kafka.times import format_time
 from replay.kafka.verify_log import Verifier, decision_at
+from tests.kafka.test_verify_log import acl_text, kafka_line
 
 pytestmark = pytest.mark.spark
 
@@ -228,21 +227,6 @@ def test_unused_in_the_lake_is_the_references(spark: Any, access_lake: Any, caps
     assert [r["resource_name"] for r in json.loads(out.getvalue())["acls"]] == ["reports"]
 
 
-def _line(time_ms: int, principal: str, allowed: bool, operation: str, host: str, rtype: str, name: str,
-          rule: str) -> str:
-    when = format_time(time_ms).replace("T", " ").replace(".", ",").removesuffix("Z")
-    return (f"[{when}] {'DEBUG' if allowed else 'INFO'} Principal = {principal} is {'Allowed' if allowed else 'Denied'} "
-            f"operation = {operation} from host = {host} on resource = "
-            f"{RESOURCE_TYPE_PASCAL[ResourceType[rtype]]}:LITERAL:{name} for request = Metadata with "
-            f"resourceRefCount = 1 based on rule {rule} (kafka.authorizer.logger)")
-
-
-def _rule_text(b: AclBinding) -> str:
-    return (f"MatchingAcl(acl=StandardAcl(resourceType={b.resource_type}, resourceName={b.resource_name}, "
-            f"patternType={b.pattern_type}, principal={b.principal}, host={b.host}, operation={b.operation}, "
-            f"permissionType={b.permission_type}))")
-
-
 def drawn_log(history: ReplayResult, path: Path, rng: random.Random, n: int = 160) -> None:
     """Lines for requests the history's ACLs (certain or not) apply to, at drawn moments (some between changes,
     some off by a few seconds, some before the history), logged as the state there decides them or flipped."""
@@ -269,9 +253,10 @@ def drawn_log(history: ReplayResult, path: Path, rng: random.Random, n: int = 16
         allowed = exp.allowed if rng.random() < 0.85 else not exp.allowed
         rule = {"super user": "SuperUser", "allow everyone": "DefaultAllow"}.get(exp.reason, "DefaultDeny")
         if exp.acl_ids:
-            rule = _rule_text(acls[rng.choice(exp.acl_ids)])
-        out.append(_line(time, principal, allowed, operation, host, b.resource_type, name, rule))
-    out.append(_line(1000, "User:root", True, "ALTER", "10.0.0.1", "CLUSTER", "kafka-cluster", "SuperUser"))
+            rule = acl_text(acls[rng.choice(exp.acl_ids)])
+        out.append(kafka_line(time, principal, "Allowed" if allowed else "Denied", operation, host, b.resource_type,
+                              name, rule))
+    out.append(kafka_line(1000, "User:root", "Allowed", "ALTER", "10.0.0.1", "CLUSTER", "kafka-cluster", "SuperUser"))
     path.write_text("\n".join(out) + "\n")
 
 
