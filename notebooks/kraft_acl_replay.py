@@ -496,7 +496,8 @@ for name, fig in figures.items():
 
 from replay.spark.access_ingest import ingest_access_logs
 from replay.spark.unused_access import unused_access
-from replay.spark.verify_access import register_verify_functions, verdicts_of
+from replay.spark.access_sql import register_access_functions
+from replay.spark.verify_access import verdicts_of
 
 _log_sample = os.path.join(_data, "authorizer-log") if not nb.on_databricks() and _data else ""
 _log_sample = _log_sample if _log_sample and os.path.isdir(_log_sample) else ""
@@ -517,7 +518,7 @@ if authorizer_log and authorizer_dumps:
     display(verdicts.groupBy("verdict").count())
     display(verdicts.select("verdict", "time", "principal", "operation", "resource_type", "resource_name",
                             "decision", "rule_kind", "why"))
-    register_verify_functions(spark, lake)
+    register_access_functions(spark, lake)
     display(spark.sql(f"SELECT verdict, count(*) AS decisions FROM acl_verify_access('{authorizer_cluster}', "
                       f"super_users => '{super_users}') GROUP BY verdict"))
     found = unused_access(lake, authorizer_cluster, super_users=super_users)

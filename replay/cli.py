@@ -503,11 +503,11 @@ def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     from pyspark.errors import PySparkException
 
+    from replay.spark.access_sql import register_access_functions
     from replay.spark.audits import register_audit_functions
     from replay.spark.authorize_api_sql import register_api_functions
     from replay.spark.queries import register_sql_functions
     from replay.spark.sqlddl import words
-    from replay.spark.verify_access import register_verify_functions
 
     lake = _lake(args)
     named = words(args.query)  # only what the query can name: each function and view costs Spark an analysis
@@ -515,7 +515,7 @@ def cmd_sql(args: argparse.Namespace, out: TextIO) -> int:
     register_sql_functions(lake, named)
     register_audit_functions(lake.spark, lake, named)
     register_api_functions(lake.spark, lake, named)
-    register_verify_functions(lake.spark, lake, named)
+    register_access_functions(lake.spark, lake, named)
     try:
         df = lake.spark.sql(args.query)
         rows = [r.asDict(recursive=True) for r in df.collect()]

@@ -12,19 +12,19 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
+from replay.spark.access_sql import access_functions
 from replay.spark.audits import audit_functions
 from replay.spark.authorize_api_sql import api_functions
 from replay.spark.queries import state_functions
 from replay.spark.rules import INCOMPLETE, LOG, MISSING, SNAPSHOT, known_end_sql, live_sql
 from replay.spark.sqlddl import SqlFunction, SqlView
 from replay.spark.tables import ACCESS_EVENTS, ACL_FIELDS, ALL_TABLES, Lake, quote_ident
-from replay.spark.verify_access import verify_functions
 
 
 def lake_functions(table_ref: Callable[[str], str], access: bool = False) -> list[SqlFunction]:
     """Every function; `access`: also those over `access_events` (a lake that has ingested authorizer logs)."""
     return [*state_functions(table_ref), *audit_functions(table_ref), *api_functions(table_ref),
-            *(verify_functions(table_ref) if access else [])]
+            *(access_functions(table_ref) if access else [])]
 
 
 def lake_views(table_ref: Callable[[str], str]) -> list[SqlView]:

@@ -1,7 +1,7 @@
 """Was each logged authorization decision the one the replayed ACLs gave at that moment? The lake's twin of
 `replay.kafka.verify_log` (same rule, same sentences), as one SQL query text (`verify_sql`) over the logged
 decisions and the lake's tables, run from Python (`verify_access`) and embedded in the SQL table function
-`acl_verify_access` (`verify_functions`), so that both give the same rows.
+`acl_verify_access` (`replay.spark.access_sql`), so that both give the same rows.
 
 How, without a range join: each decision's window (the offsets as of its time minus and plus the skew) comes from
 the as-of rule of `rules.offsets_at_times_sql`; the ACL changes inside the window are found by an equi-join on
@@ -13,9 +13,10 @@ matching ACL: the reference's `exact_decision`).
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay.kafka import verify_log as why
@@ -35,7 +36,6 @@ from replay.spark.authorize_decide import (
 )
 from replay.spark.authorize_requests import presentable_host_sql
 from replay.spark.rules import COV_COMPLETE, markers, offsets_at_times_sql, run_sql
-from replay.spark.sqlddl import SqlFunction, create_temporary
 from replay.spark.tables import ACCESS_EVENTS, SCHEMAS, Lake
 
 BUCKET = 4096  # offsets per bucket of the change join: a window of a few seconds spans one or two
@@ -144,46 +144,24 @@ def verify_access(lake: Lake, events: DataFrame, super_users: str | Sequence[str
     """The verdict on every logged decision of `events` (rows of `access_events`, or `access_ingest.read_logs` rows
     as `access_rows` makes them) against the lake's replayed history: their columns plus `VERDICT_COLUMNS`. Rows of
     one `event_key` are one decision (the same line of the same broker's log)."""
+    return run_verified(lake, events, lambda verdicts, _values: verdicts, {}, super_users, allow_everyone, skew_ms)
+
+
+def run_verified(lake: Lake, events: DataFrame, build: Callable[[str, dict[str, str]], str], values: dict[str, Any],
+                 super_users: str | Sequence[str] | None = "", allow_everyone: bool | str | None = False,
+                 skew_ms: int = why.DEFAULT_SKEW_MS) -> DataFrame:
+    """Run `build(verdicts, markers)` from Python: a query over `verify_sql`'s text (`verdicts`, a subquery) for
+    `events`, with `values` bound to the parameter markers `build` gets for them."""
     tables = LakeTables.of(lake)
     settings = AuthorizerSettings.of(super_users, allow_everyone)
-    values = {**settings.params(), "skew_ms": int(skew_ms)}
+    values = {**values, **settings.params(), "skew_ms": int(skew_ms)}
     m = markers(values)
-    text = verify_sql("{events}", "{times}", "{changes}", "{hist}", "{cov}", f"CAST({m['skew_ms']} AS BIGINT)",
-                      SqlSettings(m["super_users"], m["allow_everyone"]))
-    return run_sql(events.sparkSession, text, values,
+    verdicts = verify_sql("{events}", "{times}", "{changes}", "{hist}", "{cov}", f"CAST({m['skew_ms']} AS BIGINT)",
+                          SqlSettings(m["super_users"], m["allow_everyone"]))
+    return run_sql(events.sparkSession, build(verdicts, m), values,
                    events=events.select(*_EVENT_COLUMNS).dropDuplicates(["cluster_id", "event_key"]),
                    times=tables.offset_times, changes=lake.read("acl_events"), hist=tables.history,
                    cov=tables.coverage)
-
-
-_VERIFY_RETURNS = ", ".join(f"{f.name} {f.dataType.simpleString().upper()}" for f in SCHEMAS[ACCESS_EVENTS].fields) \
-    + ", verdict STRING, why STRING, offsets ARRAY<BIGINT>, acl_ids ARRAY<STRING>"
-
-
-def verify_functions(ref: Callable[[str], str]) -> list[SqlFunction]:
-    """`acl_verify_access(cluster, from_time, to_time, skew_ms, super_users, allow_everyone)`: the verdicts on the
-    decisions `access_events` holds for the cluster, logged in [from_time, to_time] (epoch ms; NULL: open)."""
-    fn = "acl_verify_access"
-    events = (f"(SELECT * FROM {ref(ACCESS_EVENTS)} WHERE cluster_id = {fn}.cluster "
-              f"AND ({fn}.from_time IS NULL OR time >= {fn}.from_time) AND ({fn}.to_time IS NULL OR time <= {fn}.to_time))")
-    settings = SqlSettings.of_params(f"{fn}.super_users", f"{fn}.allow_everyone")
-    body = verify_sql(events, ref("offset_times"), ref("acl_events"), ref("acl_history"), ref("log_coverage"),
-                      f"CAST(coalesce({fn}.skew_ms, {why.DEFAULT_SKEW_MS}) AS BIGINT)", settings)
-    return [SqlFunction(fn, "cluster STRING, from_time BIGINT DEFAULT NULL, to_time BIGINT DEFAULT NULL, "
-                        f"skew_ms BIGINT DEFAULT {why.DEFAULT_SKEW_MS}, super_users STRING DEFAULT NULL, "
-                        "allow_everyone BOOLEAN DEFAULT false", _VERIFY_RETURNS,
-                        "Each authorization decision the cluster's brokers logged (access_events), verified against "
-                        "the ACLs replayed at that moment: consistent, inconsistent (why) or unknown (why).",
-                        body)]
-
-
-def register_verify_functions(spark: SparkSession, lake: Lake, only: Collection[str] | None = None) -> list[str]:
-    """Register `acl_verify_access` over this lake as a temporary SQL table function (with `only`: when it names
-    it); returns the names registered. A lake without `access_events` gets an empty one."""
-    functions = [f for f in verify_functions(lake.source) if only is None or f.name in only]
-    if functions:
-        lake.ensure(ACCESS_EVENTS)
-    return create_temporary(spark, functions)
 
 
 def verdicts_of(lake: Lake, cluster: str, start: int | None = None, end: int | None = None,

@@ -546,7 +546,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     module("authorize", authorize_one=authorize_one,
            render_decision=lambda result, fmt: [f"{result['principal']}: certainly {result['decision']}"])
     module("authorize_api_sql", register_api_functions=register_api_functions)
-    module("verify_access", register_verify_functions=lambda spark, lk, only=None: [])
+    module("access_sql", register_access_functions=lambda spark, lk, only=None: [])
     module("ingest", ingest=ingest, IngestError=IngestError, StrictIngestError=StrictIngestError)
     calls["lake"] = [lake]
     return calls
