@@ -813,6 +813,8 @@ def _unused_in_lake(args: argparse.Namespace, out: TextIO) -> int:
     found = unused_access(lake, args.lake_cluster, args.from_time, args.to_time, args.super_users,
                           args.allow_everyone_if_no_acl_found, args.skew_ms, events)
     acls = found.acls.where("NOT used") if args.only_unused else found.acls
+    if args.only_other_hosts:
+        acls = acls.where("NOT used AND size(other_hosts) > 0")  # unused_acls.named_wrong_host
     _renderer(args, out).sets({"acls": [r.asDict() for r in acls.toLocalIterator()],
                                "principals": [r.asDict() for r in found.principals.toLocalIterator()]})
     n = found.counts
@@ -869,7 +871,7 @@ def _verify_in_lake(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_unused(args: argparse.Namespace, out: TextIO) -> int:
     """`audit unused`: the ACLs no logged decision of the window used, and per principal granted against used."""
     from replay.kafka.authorizer_log import LoggedDecision, read_log
-    from replay.kafka.unused_acls import acl_rows, principal_rows, usage
+    from replay.kafka.unused_acls import acl_rows, named_wrong_host, principal_rows, usage
 
     if not args.dumps:
         return _unused_in_lake(args, out)
@@ -889,6 +891,8 @@ def cmd_unused(args: argparse.Namespace, out: TextIO) -> int:
     acls = acl_rows(verifier.result, used, args.from_time, args.to_time)
     if args.only_unused:
         acls = [r for r in acls if not r["used"]]
+    if args.only_other_hosts:
+        acls = [r for r in acls if named_wrong_host(r)]
     _renderer(args, out).sets({"acls": acls, "principals": principal_rows(verifier.result, used, args.from_time,
                                                                           args.to_time)})
     print(f"unused: {used.lines} logged decision(s) in the window, {used.allowed} allowed; {used.not_consistent} not "
@@ -1198,10 +1202,14 @@ def _audit_parsers(sub: Any, output: argparse.ArgumentParser) -> None:
         "least privilege: ACLs that decided no logged request in a window, and per principal granted against used "
         "(from dump files and authorizer logs at DEBUG)"),
         description="Credits each logged decision that verify-log finds consistent to the ACL that decided it, and "
-                    "lists the ACLs live in the window with the decisions they made and the hosts those came "
-                    "from (unused first), and per principal the operations granted, used, and its ALLOWs that "
+                    "lists the ACLs live in the window with the decisions they made, the hosts those came "
+                    "from and, for an ACL naming a host, the other hosts its principal asked for what it covers "
+                    "from (other_hosts; unused first), and per principal the operations granted, used, and its ALLOWs that "
                     "decided nothing. Needs the authorizer logger at DEBUG: at INFO only denials are logged.")
     u.add_argument("--only-unused", action="store_true", help="list only the ACLs that decided nothing")
+    u.add_argument("--only-other-hosts", action="store_true",
+                   help="list only the grants used only from hosts other than the one they name: ACLs naming a host "
+                        "that decided nothing while their principal made the requests they cover from other hosts")
     _log_options(u, "exit 3 when a line is not consistent with the ACLs or cannot be read", lake=True)
     u.set_defaults(func=cmd_unused)
 

@@ -46,8 +46,9 @@ def access_functions(ref: Callable[[str], str]) -> list[SqlFunction]:
                     "ACLs replayed at that moment: consistent, inconsistent (why) or unknown (why).",
                     _verdicts(ref, verify)),
         SqlFunction(acls, _PARAMS, UNUSED_ACLS_RETURNS,
-                    "The ACLs live in the window with the logged decisions each made and their client hosts, unused "
-                    "first (those could be removed).", unused(acls, "acls")),
+                    "The ACLs live in the window with the logged decisions each made, their client hosts, and for an "
+                    "ACL naming a host the other hosts its principal asked for what it covers from; unused first "
+                    "(those could be removed).", unused(acls, "acls")),
         SqlFunction(granted, _PARAMS, GRANTED_USED_RETURNS,
                     "Per principal: the operations its ALLOWs grant, those its logged requests used, and its ALLOWs "
                     "that decided nothing.", unused(granted, "principals")),

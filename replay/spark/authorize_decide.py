@@ -147,6 +147,20 @@ def op_match_sql(acl_op: str, allow: str, op: str) -> str:
             f"OR ({op} = 'DESCRIBE_CONFIGS' AND {acl_op} IN ({configs})))))")
 
 
+def acl_covers_sql(h: str, r: str) -> str:
+    """The ACL (columns prefixed `h`) matches the request (`r`: principal, operation, resource_type, resource_name)
+    in everything but the host (spec §1.3 4a-4b): its principal or `User:*`, its operation, and its pattern covering
+    the name (LITERAL: the name, or `*` unless the name starts with `*`, Kafka's quirk §1.7; any other pattern as a
+    prefix). What `probes_sql` and `decide_sql` find by joins, as one predicate for a join that has both rows."""
+    name = f"{r}resource_name"
+    ops = op_match_sql(f"{h}operation", f"{h}permission_type = 'ALLOW'", f"{r}operation")
+    return (f"(({h}principal = {r}principal OR {h}principal = '{WILDCARD_PRINCIPAL}') "
+            f"AND {h}resource_type = {r}resource_type "
+            f"AND CASE WHEN {h}pattern_type = 'LITERAL' THEN {h}resource_name = {name} OR ({h}resource_name = '*' "
+            f"AND NOT (startswith({name}, '*') AND length({name}) > 1)) ELSE startswith({name}, {h}resource_name) END "
+            f"AND {ops})")
+
+
 _HIST_COLUMNS = ("cluster_id, acl_id, resource_type, resource_name, pattern_type, principal, host, operation, "
                  "permission_type, valid_from_offset, valid_from_min_offset, valid_to_offset, valid_to_min_offset")
 

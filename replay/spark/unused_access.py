@@ -14,14 +14,17 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from replay.kafka.acl import WILDCARD_HOST, WILDCARD_PRINCIPAL
 from replay.kafka.verify_log import CONSISTENT, DEFAULT_SKEW_MS
+from replay.spark.authorize_decide import acl_covers_sql
 from replay.spark.rules import known_end_sql, offset_at_time_sql
 from replay.spark.tables import ACCESS_EVENTS, ACL_FIELDS, Lake
 from replay.spark.verify_access import run_verified
 
-ACL_COLUMNS = ["used", "decisions", "from_hosts", "acl_id", *ACL_FIELDS]
+ACL_COLUMNS = ["used", "decisions", "from_hosts", "other_hosts", "acl_id", *ACL_FIELDS]
 PRINCIPAL_COLUMNS = ["principal", "granted", "used", "granted_not_used", "resources_used"]
-UNUSED_ACLS_RETURNS = ("used BOOLEAN, decisions BIGINT, from_hosts ARRAY<STRING>, acl_id STRING, "
+UNUSED_ACLS_RETURNS = ("used BOOLEAN, decisions BIGINT, from_hosts ARRAY<STRING>, other_hosts ARRAY<STRING>, "
+                       "acl_id STRING, "
                        + ", ".join(f"{c} STRING" for c in ACL_FIELDS))
 GRANTED_USED_RETURNS = ("principal STRING, granted ARRAY<STRING>, used ARRAY<STRING>, granted_not_used ARRAY<STRING>, "
                         "resources_used BIGINT")
@@ -31,8 +34,10 @@ _EMPTY = "CAST(array() AS ARRAY<STRING>)"
 def unused_sql(verdicts: str, hist: str, times: str, cov: str, cluster: str, start: str, end: str) -> dict[str, str]:
     """The queries over the verdicts of the window [start, end] (SQL expressions, epoch ms; NULL: open): `acls`
     (`ACL_COLUMNS`: each ACL live in the window, the consistent decisions credited to it and their client hosts,
-    unused first), `principals` (`PRINCIPAL_COLUMNS`) and `counts` (lines, allowed, not_consistent). An ACL is live
-    in the window when it was, or may have been, live at an offset of it (`unused_acls.live_in`)."""
+    and for an ACL naming a host the other hosts its principal asked for what it covers from while it was live
+    (`unused_acls.other_hosts`), unused first), `principals` (`PRINCIPAL_COLUMNS`) and `counts` (lines, allowed,
+    not_consistent). An ACL is live in the window when it was, or may have been, live at an offset of it
+    (`unused_acls.live_in`)."""
     first = offset_at_time_sql(times, cluster, start, "_o")
     last = offset_at_time_sql(times, cluster, end, "_o")
     known_end = f"SELECT {known_end_sql()} AS _o FROM {cov} WHERE cluster_id = {cluster}"
@@ -47,10 +52,21 @@ _u_b AS (SELECT CASE WHEN {start} IS NULL THEN 0 ELSE coalesce(f._o, 0) END AS _
   CASE WHEN {end} IS NULL THEN e._o ELSE t._o END AS _hi FROM _u_f f CROSS JOIN _u_t t CROSS JOIN _u_e e),
 _u_l AS (SELECT h.* FROM {hist} h CROSS JOIN _u_b b WHERE h.cluster_id = {cluster} AND h.valid_from_min_offset <= b._hi
   AND (h.valid_to_offset IS NULL OR h.valid_to_offset > b._lo))"""
-    acls = f"""{prefix}
+    # the requests (any verdict) an ACL naming a host matches but for the host, from other hosts, while it was live
+    other = f"""{prefix},
+_u_r AS (SELECT DISTINCT principal, host, operation, resource_type, resource_name, array_min(offsets) AS _lo,
+  array_max(offsets) AS _hi FROM _u_v WHERE size(offsets) > 0),
+_u_o AS (SELECT l.acl_id, array_sort(collect_set(r.host)) AS other_hosts
+  FROM (SELECT * FROM _u_l WHERE host != '{WILDCARD_HOST}') l
+  JOIN (SELECT *, explode(array_distinct(array(principal, '{WILDCARD_PRINCIPAL}'))) AS _pp FROM _u_r) r
+    ON l.principal = r._pp AND l.resource_type = r.resource_type
+  WHERE r.host != l.host AND l.valid_from_min_offset <= r._hi AND (l.valid_to_offset IS NULL OR l.valid_to_offset > r._lo)
+    AND {acl_covers_sql("l.", "r.")}
+  GROUP BY l.acl_id)"""
+    acls = f"""{other}
 SELECT coalesce(c.decisions, 0) > 0 AS used, coalesce(c.decisions, 0) AS decisions,
-  coalesce(c.from_hosts, {_EMPTY}) AS from_hosts, l.acl_id, {fields}
-FROM _u_l l LEFT JOIN _u_c c ON c.acl_id = l.acl_id
+  coalesce(c.from_hosts, {_EMPTY}) AS from_hosts, coalesce(o.other_hosts, {_EMPTY}) AS other_hosts, l.acl_id, {fields}
+FROM _u_l l LEFT JOIN _u_c c ON c.acl_id = l.acl_id LEFT JOIN _u_o o ON o.acl_id = l.acl_id
 ORDER BY used, decisions, principal, acl_id"""
     principals = f"""{prefix},
 _u_g AS (SELECT l.principal, array_sort(collect_set({op_type.format(p='l.')})) AS granted,

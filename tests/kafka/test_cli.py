@@ -783,7 +783,7 @@ AUDIT_FLAGS = {
     "verify-log": {"--dumps", "--skew-ms", "--log-time-zone", "--high-watermark", "--strict", "--super-users",
                    "--allow-everyone-if-no-acl-found", "--broker", "--from", "--to"},
     "unused": {"--dumps", "--skew-ms", "--log-time-zone", "--high-watermark", "--strict", "--super-users",
-               "--allow-everyone-if-no-acl-found", "--from", "--to", "--only-unused", "--broker"},
+               "--allow-everyone-if-no-acl-found", "--from", "--to", "--only-unused", "--only-other-hosts", "--broker"},
 }
 EVERY_AUDIT_FLAG = set().union(*AUDIT_FLAGS.values())
 COMMON_FLAGS = {"--help", "--output", "--lake", "--catalog", "--lake-cluster", "--master", "--avro"}

@@ -19,6 +19,7 @@ from replay.kafka.authorizer import (
     REASON_DENY_ACL,
     REASON_SUPER_USER,
     java_host_address,
+    presentable_host,
 )
 from replay.kafka.authorizer_log import LoggedDecision, parse_line
 from replay.kafka.dump import replay_paths
@@ -272,3 +273,49 @@ def test_the_sample_of_a_real_broker_is_consistent_and_has_one_unused_grant(caps
     got = json.loads(capsys.readouterr().out)
     assert [(r["principal"], r["operation"], r["resource_type"], r["resource_name"]) for r in got["acls"]] == [
         ("User:carol", "READ", "GROUP", "reports")]
+
+
+def test_a_grant_used_only_from_other_hosts_than_it_names(history: ReplayResult) -> None:
+    """`other_hosts`: for an ACL naming a host, the client hosts other than its own of the requests it covers but
+    for the host, while it was live. Requests for every named-host ACL of the moment from 10.9.8.7 make each of them
+    a grant used only from another host; the same requests from the ACL's own host are not other hosts (and use the
+    ALLOWs); a request from 10.9.8.6 before an ACL existed is not counted for it."""
+    from replay.kafka.unused_acls import acl_rows, named_wrong_host, usage
+    from replay.kafka.verify_log import Verifier
+
+    state = history.state_at(AT)
+    named = {i: b for i, b in state.certain.items() if b.host != "*"}
+    assert len(named) > 10
+
+    def logged(b: AclBinding, host: str, at: int = AT) -> LoggedDecision:
+        """The request `b` covers, from `host`, logged as decided at `at` (naming no rule)."""
+        principal, _, operation, name = request_of(b)
+        probe = LoggedDecision(history.time_of(at), "DEBUG", None, principal, host, operation, b.resource_type,
+                               "LITERAL", name, "Metadata", 1, "", None, None, None)
+        exp, _ = decision_at(history.state_at(at), probe, None, False)
+        return dataclasses.replace(probe, decision=exp.result)
+
+    elsewhere = [logged(b, "10.9.8.7") for b in named.values()]
+    time = history.time_of(AT)
+    assert time is not None
+    rows = {r["acl_id"]: r for r in acl_rows(history, usage(elsewhere, Verifier(history, skew_ms=0), time, time),
+                                              time, time)}
+    assert {i for i, r in rows.items() if named_wrong_host(r)} == set(named)
+    assert all(rows[i]["other_hosts"] == ["10.9.8.7"] for i in named)
+    assert all(r["other_hosts"] == [] for r in rows.values() if r["host"] == "*")
+
+    own = [logged(b, java_host_address(b.host)) for b in named.values() if presentable_host(b.host)]
+    used = usage(elsewhere + own, Verifier(history, skew_ms=0), time, time)
+    rows = {r["acl_id"]: r for r in acl_rows(history, used, time, time)}
+    assert all(rows[i]["other_hosts"] == ["10.9.8.7"] for i in named)
+    allows = {i for i, b in named.items() if b.permission_type == "ALLOW" and presentable_host(b.host)}
+    assert allows and {i for i in allows if rows[i]["used"]} and not any(named_wrong_host(rows[i]) for i in allows
+                                                                          if rows[i]["used"])
+
+    window_end = history.offset_at_time(time)
+    assert window_end is not None
+    later = next(life for life in history.lifetimes
+                 if life.binding.host != "*" and life.valid_from_min_offset > window_end and life.acl_id not in named)
+    early = logged(later.binding, "10.9.8.6")
+    whole = {r["acl_id"]: r for r in acl_rows(history, usage([early], Verifier(history, skew_ms=0)), None, None)}
+    assert "10.9.8.6" not in whole[later.acl_id]["other_hosts"]

@@ -250,7 +250,8 @@ def drawn_log(history: ReplayResult, path: Path, rng: random.Random, n: int = 16
         assert time is not None
         time += rng.choice([0, 0, 0, 700, -700, 2500, -2500])
         principal = b.principal if b.principal != "User:*" and rng.random() < 0.9 else "User:someone"
-        host = java_host_address(b.host) if b.host != "*" else rng.choice(["10.9.8.7", "10.0.0.1"])
+        host = java_host_address(b.host) if b.host != "*" and rng.random() < 0.7 else rng.choice(
+            ["10.9.8.7", "10.0.0.1"])  # a named-host ACL's request from another host: its other_hosts
         operation = b.operation if b.operation != "ALL" else rng.choice(["READ", "DESCRIBE", "ALTER"])
         name = b.resource_name if b.pattern_type != "PREFIXED" else b.resource_name + "-x"
         if name == "*":
@@ -274,8 +275,12 @@ def drawn_log(history: ReplayResult, path: Path, rng: random.Random, n: int = 16
 def test_drawn_lines_over_histories_with_holes_give_the_reference_verdicts(spark: Any, sample_lake: Any,
                                                                          tmp_path: Path, sample: str) -> None:
     """Lines over the sample dumps (one with a retention gap: holes, incomplete stretches, ACLs of uncertain
-    lifetime), with and without allow.everyone.if.no.acl.found: the lake's verdicts are the reference's."""
+    lifetime), with and without allow.everyone.if.no.acl.found: the lake's verdicts are the reference's; and so
+    are its ACL rows of least privilege (decisions, hosts, and the other hosts of ACLs naming one)."""
+    from replay.kafka.authorizer_log import LoggedDecision
+    from replay.kafka.unused_acls import acl_rows, named_wrong_host, usage
     from replay.spark.access_ingest import access_rows, plan_logs, read_logs
+    from replay.spark.unused_access import unused_access
     from replay.spark.verify_access import verify_access
 
     history = replay_paths([str(ROOT / "data" / sample)])
@@ -289,3 +294,8 @@ def test_drawn_lines_over_histories_with_holes_give_the_reference_verdicts(spark
         assert got == want, {n: (got.get(n), want[n]) for n in want if got.get(n) != want[n]}
         seen |= {v[0] for v in want.values()}
     assert seen == {"consistent", "inconsistent", "unknown"}
+    decided = [x for _, x in read_log(str(log), parse_zone("UTC")) if isinstance(x, LoggedDecision)]
+    want_acls = acl_rows(history, usage(decided, Verifier(history, "User:root")), None, None)
+    got_acls = [r.asDict() for r in unused_access(sample_lake, sample, super_users="User:root", events=rows).acls.collect()]
+    assert got_acls == want_acls
+    assert any(named_wrong_host(r) for r in want_acls) and any(r["used"] for r in want_acls)
