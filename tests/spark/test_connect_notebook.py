@@ -43,7 +43,7 @@ def test_the_notebook_runs_over_spark_connect(server: ConnectServer, tmp_path: P
     lake_dir = str(tmp_path / "lake")
     done = subprocess.run([sys.executable, "-m", "replay.notebook", "notebooks/kraft_acl_replay.py", "-p",
                            f"lake={lake_dir}", "-p", f"dump={SAMPLE}"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=900)
+                          text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     ran = re.search(r"(\d+) cell\(s\) run, (\d+) failed", done.stdout + done.stderr)
     assert ran is not None and int(ran.group(1)) > 20 and ran.group(2) == "0", done.stdout[-2000:]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from spark_conf import LEAN_JVMS
 
 from replay.kafka import synth
 
@@ -34,7 +36,7 @@ VOLATILE = {"ingest_id"}  # which ingest first brought a row: another one when t
 
 _CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false",
          "spark.databricks.delta.snapshotPartitions": "2", "spark.sql.codegen.wholeStage": "false",
-         "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+         "spark.sql.codegen.factoryMode": "NO_CODEGEN", **LEAN_JVMS}
 
 # the uninterrupted run, each crashed lake's rerun, then every table's rows compared: a JSON report
 _VERIFY = """
@@ -71,7 +73,7 @@ spark.stop()
 
 
 def _env() -> dict[str, str]:
-    submit = " ".join(f"--conf {k}={v}" for k, v in _CONF.items())
+    submit = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in _CONF.items())
     return dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY="1g", PYSPARK_SUBMIT_ARGS=f"{submit} pyspark-shell",
                 PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from spark_conf import NO_CODEGEN
+from spark_conf import LEAN_JVMS, NO_CODEGEN
 
 from replay.kafka import synth
 
@@ -58,8 +59,8 @@ spark.stop()
 # as the in-process tests (tests/spark/conftest.py): no code generation, which on this tiny input costs more than it
 # saves; two shuffle partitions for the local run
 # the cluster's driver: Spark's 200 shuffle partitions would be 200 tasks per shuffle on 2 cores, each doing nothing
-_CLUSTER_CONF = {**NO_CODEGEN, "spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
-_LOCAL_CONF = {**NO_CODEGEN, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+_CLUSTER_CONF = {**NO_CODEGEN, **LEAN_JVMS, "spark.sql.shuffle.partitions": "4", "spark.databricks.delta.snapshotPartitions": "2"}
+_LOCAL_CONF = {**NO_CODEGEN, **LEAN_JVMS, "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
                "spark.ui.enabled": "false", "spark.databricks.delta.snapshotPartitions": "2"}
 
 
@@ -80,7 +81,7 @@ def test_cluster_mode_gives_the_same_tables_as_local_mode(tmp_path: Path) -> Non
 
     cluster_dir = str(tmp_path / "cluster-lake")
     with StandaloneCluster(cores=2, memory="1g", work_dir=str(tmp_path / "spark")) as cluster:
-        submit = " ".join(f"--conf {k}={v}" for k, v in _CLUSTER_CONF.items())
+        submit = " ".join(f"--conf {shlex.quote(f'{k}={v}')}" for k, v in _CLUSTER_CONF.items())
         proc = _run([sys.executable, "-m", "replay.cli", "ingest", dump, "--lake-cluster", "c1", "--lake", cluster_dir,
                      "--master", cluster.url, "--no-progress"],
                     dict(env, PYSPARK_SUBMIT_ARGS=f"{submit} pyspark-shell"))
