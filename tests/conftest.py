@@ -18,6 +18,7 @@ import os
 import pytest
 from hypothesis import settings
 
+from tests.cpu_time import machine_cpu_seconds, tree_cpu_seconds
 from tests.summary import SUMMARY
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
@@ -79,6 +80,20 @@ def pytest_testnodedown(node: object, error: object) -> None:
 
 
 _WORKER_SECONDS: dict[str, list[float]] = {}  # xdist worker -> [seconds, tests], on the controller
+_TEST_CPU: dict[str, float] = {}  # test id -> CPU seconds from its setup to its teardown, on the controller
+_MACHINE_AT_START = machine_cpu_seconds()
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_CPU_AT_SETUP] = tree_cpu_seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    outcome = yield
+    if call.when == "teardown" and _CPU_AT_SETUP in item.stash:
+        outcome.get_result().user_properties.append(("cpu_seconds", tree_cpu_seconds() - item.stash[_CPU_AT_SETUP]))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -86,6 +101,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     node = getattr(report, "node", None)  # set on the controller's copy of a worker's report
     if node is None:
         return
+    cpu = dict(report.user_properties).get("cpu_seconds")
+    if isinstance(cpu, float):
+        _TEST_CPU[report.nodeid] = cpu
     times = _WORKER_SECONDS.setdefault(getattr(getattr(node, "gateway", None), "id", "?"), [0.0, 0.0])
     times[0] += report.duration
     if report.when == "call":
@@ -98,6 +116,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "time per worker")
         for worker, (seconds, tests) in sorted(workers.items()):
             terminalreporter.write_line(f"{worker}: {int(tests)} tests, {seconds:,.0f} s")
+        busy, idle = (now - then for now, then in zip(machine_cpu_seconds(), _MACHINE_AT_START, strict=True))
+        if busy + idle > 0:
+            terminalreporter.write_line(f"machine: {busy:,.0f} s of CPU busy, {idle:,.0f} s idle "
+                                        f"({100 * busy / (busy + idle):.0f}% busy over {os.cpu_count()} cores)")
+    if _TEST_CPU:
+        terminalreporter.write_sep("-", "most CPU: the test's process and all it started, setup to teardown")
+        for nodeid, seconds in sorted(_TEST_CPU.items(), key=lambda kv: -kv[1])[:25]:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {nodeid}")
+        terminalreporter.write_line(f"{sum(_TEST_CPU.values()):8.1f} s  in all {len(_TEST_CPU)} tests")
     sections: dict[str, list[str]] = {}
     for section, line in terminalreporter.config.stash.get(SUMMARY, []):
         sections.setdefault(section, []).append(line)

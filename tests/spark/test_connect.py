@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from connect_server import ConnectServer  # type: ignore[import-not-found]
-from spark_conf import SPARK_TEST_CONF
+from spark_conf import SHORT_LIVED_SERVER_CONF
 from spark_dumps import SAMPLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.second_jvm]
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.second_jvm]
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = next(s for s in SAMPLES if s.name == "small-snapshots")
 # the suite's settings: on these tiny inputs, compiling Java for each plan (Spark's default) cost more than running it
-SERVER_CONF = SPARK_TEST_CONF
+SERVER_CONF = SHORT_LIVED_SERVER_CONF
 TABLES = ["metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
 
 
@@ -40,10 +40,42 @@ def server() -> Iterator[ConnectServer]:
 def over_connect(server: ConnectServer, *argv: str, env: dict[str, str] | None = None
                  ) -> subprocess.CompletedProcess[str]:
     """`kraft-replay ARGV` as a Spark Connect client process (with `env` added to this process's environment)."""
+    return over_connect_python(server, "-m", "replay.cli", *argv, env=env)
+
+
+def over_connect_python(server: ConnectServer, *args: str, env: dict[str, str] | None = None
+                        ) -> subprocess.CompletedProcess[str]:
+    """`python ARGS` as a Spark Connect client process."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYSPARK")}, **(env or {})}
     env["SPARK_REMOTE"] = server.url
-    return subprocess.run([sys.executable, "-m", "replay.cli", *argv], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+
+
+# Commands run one after another by `cli.main` in one Connect client process (one interpreter start and one session
+# for them all, as a notebook runs them): a JSON list of [exit code, stdout or, on failure, stderr] per command.
+_MANY = """
+import contextlib, io, json, sys
+from replay import cli
+answers = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(argv, out)
+    answers.append([code, out.getvalue() if code == 0 else err.getvalue()])
+from pyspark.sql.utils import is_remote
+assert is_remote(), "not a Spark Connect client"
+print(json.dumps(answers))
+"""
+
+
+def many_over_connect(server: ConnectServer, commands: list[list[str]]) -> list[tuple[int, str]]:
+    """`kraft-replay ARGV` for each of `commands`, in one Spark Connect client process: (exit code, stdout, or stderr
+    when it failed) for each."""
+    done = over_connect_python(server, "-c", _MANY, json.dumps(commands))
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = [(code, text) for code, text in json.loads(done.stdout.splitlines()[-1])]
+    assert len(answers) == len(commands)
+    return answers
 
 
 def in_local_mode(*argv: str) -> tuple[int, str]:
@@ -115,23 +147,24 @@ def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sampl
         ["authorize", *lake, "--api", "Produce", "--principal", "User:svc-payments", "--host", "10.0.0.2",
          "--topic", "clicks", "--as-of-offset", "150", "--output", "json"],
     ]
-    for argv in questions:
-        remote = over_connect(server, *argv)
-        assert remote.returncode == 0, (argv, remote.stderr[-3000:])
+    batch = [["authorize", *lake, "--requests", str(path), "--out-format", "json", "--output", "json"]
+             for path in files.values()]
+    answers = many_over_connect(server, [*questions, *[[*argv, "--out", str(tmp_path / f"out-{fmt}-connect")]
+                                                       for fmt, argv in zip(files, batch, strict=True)]])
+    for argv, (code, remote) in zip(questions, answers[:len(questions)], strict=True):
+        assert code == 0, (argv, remote[-3000:])
         code, local = in_local_mode(*argv)
         assert code == 0, argv
-        assert json.loads(remote.stdout) == json.loads(local), argv
+        assert json.loads(remote) == json.loads(local), argv
 
     def decisions(out: Path) -> list[str]:
         return sorted(line for p in sorted(out.glob("*.json")) for line in p.read_text().splitlines())
 
-    for fmt, path in files.items():
-        argv = ["authorize", *lake, "--requests", str(path), "--out-format", "json", "--output", "json"]
-        remote = over_connect(server, *argv, "--out", str(tmp_path / f"out-{fmt}-connect"))
-        assert remote.returncode == 0, (fmt, remote.stderr[-3000:])
+    for fmt, argv, (code, remote) in zip(files, batch, answers[len(questions):], strict=True):
+        assert code == 0, (fmt, remote[-3000:])
         code, local = in_local_mode(*argv, "--out", str(tmp_path / f"out-{fmt}-local"))
         assert code == 0, fmt
-        summary, local_summary = json.loads(remote.stdout), json.loads(local)
+        summary, local_summary = json.loads(remote), json.loads(local)
         assert summary.pop("out").endswith("-connect") and local_summary.pop("out").endswith("-local")
         assert summary == local_summary, fmt
         got = decisions(tmp_path / f"out-{fmt}-connect")

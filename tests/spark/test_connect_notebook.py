@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import pytest
 from connect_server import ConnectServer  # type: ignore[import-not-found]
-from spark_conf import SPARK_TEST_CONF
+from spark_conf import SHORT_LIVED_SERVER_CONF
 from spark_dumps import SAMPLES
 
 from replay.kafka.dump import replay_paths
@@ -31,7 +31,7 @@ SAMPLE = next(s for s in SAMPLES if s.name == "small-snapshots")
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ConnectServer]:
-    with ConnectServer(memory="1g", conf=SPARK_TEST_CONF) as s:
+    with ConnectServer(memory="1g", conf=SHORT_LIVED_SERVER_CONF) as s:
         yield s
 
 

@@ -9,6 +9,7 @@ must be unreferenced, and the same ingest rerun here must add exactly the new re
 from __future__ import annotations
 
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ import time
 from typing import Any
 
 import pytest
+from spark_conf import LEAN_JVMS
 from spark_dumps import write_dump, write_large_segment
 
 from replay.spark.ingest import ingest
@@ -27,12 +29,12 @@ RECORDS = 60_000
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 CHILD = textwrap.dedent("""
-    import sys
+    import json, sys
     from replay.spark.session import get_spark
     from replay.spark.ingest import ingest
     spark = get_spark(master="local[2]", memory="2g", conf={
         "spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-        "spark.databricks.delta.snapshotPartitions": "2"})
+        "spark.databricks.delta.snapshotPartitions": "2", **json.loads(sys.argv[3])})
     ingest(spark, [sys.argv[1]], "c1", sys.argv[2], progress=True)
     print("CHILD FINISHED", flush=True)
 """)
@@ -64,7 +66,7 @@ def test_kill_during_write_leaves_tables_unchanged(spark: Any, tmp_path: Any) ->
     script.write_text(CHILD)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
     log = open(tmp_path / "child.log", "w")  # noqa: SIM115 - closed below
-    child = subprocess.Popen([sys.executable, str(script), big, lake.location], cwd=str(tmp_path), env=env,
+    child = subprocess.Popen([sys.executable, str(script), big, lake.location, json.dumps(LEAN_JVMS)], cwd=str(tmp_path), env=env,
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     killed_at = None
     try:
