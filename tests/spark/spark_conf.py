@@ -28,9 +28,9 @@ SPARK_TEST_CONF = {
 JVM_OPTIONS = "-XX:+UseSerialGC -XX:-UsePerfData"
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = JVM_OPTIONS
 
-# a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors): only
-# the quick C1 compiler, with room for all its code (at its default 48 MiB code cache the JIT filled it and stopped
-# compiling). In one process doing ingests and replays of the crash test's dump, C2 compilation was 44% of the JVM's
+# a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors, the
+# atomicity test's child): only the quick C1 compiler, with room for all its code (at its default 48 MiB code cache
+# the JIT filled it and stopped compiling). In one process doing ingests and replays of the crash test's dump, C2 compilation was 44% of the JVM's
 # CPU in the first three runs: C1 only cut the first run from 85 to 55 s of CPU and the second from 34 to 30, and
 # was dearer from the fourth run on (28 against 20-26 s), so the suite's long-lived session keeps both compilers.
 SHORT_LIVED_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"

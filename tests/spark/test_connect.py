@@ -26,14 +26,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.second_jvm]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = next(s for s in SAMPLES if s.name == "small-snapshots")
-# the suite's settings: on these tiny inputs, compiling Java for each plan (Spark's default) cost more than running it
-SERVER_CONF = SHORT_LIVED_SERVER_CONF
 TABLES = ["metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ConnectServer]:
-    with ConnectServer(memory="1g", conf=SERVER_CONF) as s:
+    with ConnectServer(memory="1g", conf=SHORT_LIVED_SERVER_CONF) as s:
         yield s
 
 
@@ -147,10 +145,10 @@ def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sampl
         ["authorize", *lake, "--api", "Produce", "--principal", "User:svc-payments", "--host", "10.0.0.2",
          "--topic", "clicks", "--as-of-offset", "150", "--output", "json"],
     ]
-    batch = [["authorize", *lake, "--requests", str(path), "--out-format", "json", "--output", "json"]
-             for path in files.values()]
+    batch = {fmt: ["authorize", *lake, "--requests", str(path), "--out-format", "json", "--output", "json"]
+             for fmt, path in files.items()}
     answers = many_over_connect(server, [*questions, *[[*argv, "--out", str(tmp_path / f"out-{fmt}-connect")]
-                                                       for fmt, argv in zip(files, batch, strict=True)]])
+                                                       for fmt, argv in batch.items()]])
     for argv, (code, remote) in zip(questions, answers[:len(questions)], strict=True):
         assert code == 0, (argv, remote[-3000:])
         code, local = in_local_mode(*argv)
@@ -160,7 +158,7 @@ def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sampl
     def decisions(out: Path) -> list[str]:
         return sorted(line for p in sorted(out.glob("*.json")) for line in p.read_text().splitlines())
 
-    for fmt, argv, (code, remote) in zip(files, batch, answers[len(questions):], strict=True):
+    for (fmt, argv), (code, remote) in zip(batch.items(), answers[len(questions):], strict=True):
         assert code == 0, (fmt, remote[-3000:])
         code, local = in_local_mode(*argv, "--out", str(tmp_path / f"out-{fmt}-local"))
         assert code == 0, fmt
@@ -187,7 +185,8 @@ def test_a_server_without_the_package_gets_it_from_the_client(spark: Any, sample
                        f'exec {sys.executable} -S "$@"\n')
     wrapper.chmod(0o755)
     path = os.pathsep.join(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p) != ROOT)
-    with ConnectServer(memory="1g", conf=SERVER_CONF, env={"PYSPARK_PYTHON": str(wrapper), "PYTHONPATH": path}) as bare:
+    with ConnectServer(memory="1g", conf=SHORT_LIVED_SERVER_CONF,
+                       env={"PYSPARK_PYTHON": str(wrapper), "PYTHONPATH": path}) as bare:
         argv = ["ingest", str(SAMPLE), "--lake-cluster", SAMPLE.name, "--lake", str(tmp_path / "lake"),
                 "--no-progress", "--output", "json"]
         refused = over_connect(bare, *argv)

@@ -66,8 +66,8 @@ def test_kill_during_write_leaves_tables_unchanged(spark: Any, tmp_path: Any) ->
     script.write_text(CHILD)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
     log = open(tmp_path / "child.log", "w")  # noqa: SIM115 - closed below
-    child = subprocess.Popen([sys.executable, str(script), big, lake.location, json.dumps(LEAN_JVMS)], cwd=str(tmp_path), env=env,
-                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    child = subprocess.Popen([sys.executable, str(script), big, lake.location, json.dumps(LEAN_JVMS)],
+                             cwd=str(tmp_path), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     killed_at = None
     try:
         deadline = time.monotonic() + 900
