@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from spark_conf import SPARK_TEST_CONF
+from spark_conf import SPARK_TEST_CONF, aqe_off
 from spark_dumps import SAMPLES
 
 
@@ -34,16 +34,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 @pytest.fixture
 def without_aqe(spark: Any) -> Iterator[None]:
-    """Adaptive execution off for one test. The audit and authorize queries are deep plans over a handful of rows:
-    AQE runs each of their shuffles as a job of its own (a warm who_can: 38 jobs and 7 s with it, 8 jobs and 4 s
-    without). The answers are the same either way. The replay tests keep it on, as it is by default, except one
-    incremental replay that runs with it off: there Spark 4.2 failed inside a union until the replay guarded it
-    (`replay.spark.session.safe_unions`)."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "false")
-    yield
-    spark.conf.set(key, before)
+    """Adaptive execution off for one test (`spark_conf.aqe_off`)."""
+    with aqe_off(spark):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -57,6 +57,7 @@ def main(path: str) -> None:
              .config("spark.sql.shuffle.partitions", "2").config("spark.databricks.delta.snapshotPartitions", "2")
              .config("spark.sql.codegen.wholeStage", "false")
              .config("spark.sql.adaptive.enabled", "false").config("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+             .config("spark.driver.extraJavaOptions", spec.get("jvm_options", ""))
              .enableHiveSupport().getOrCreate())
     out = []
     for item in spec["queries"]:

@@ -11,7 +11,7 @@ from replay.kafka.times import format_time
 from replay.spark import audits, authorize, queries
 from replay.spark.api import Cluster, Lake
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("without_aqe")]
 
 CLUSTER = "small-snapshots"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spark_conf import aqe_off
 
 from replay import notebook as nb
 from replay.kafka.acl import AclBinding
@@ -238,8 +239,9 @@ def runs(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, nb.N
         params = {"dump": str(dump), "lake": str(base / "lake"), "cluster": "nb-" + sample, "moment": moment}
         if sample != LAST_RUN:  # section 8 (the authorizer sample, into the same lake) once, in the last run: the
             params["authorizer_log"] = ""  # versions the first run's time travel sees are the first run's alone
-        out[sample] = nb.run_notebook(str(NOTEBOOK), params, spark=spark, display_dir=str(base / sample),
-                                      echo=False, max_rows=10_000)
+        with aqe_off(spark):  # mostly questions: deep plans over a handful of rows (spark_conf.aqe_off)
+            out[sample] = nb.run_notebook(str(NOTEBOOK), params, spark=spark, display_dir=str(base / sample),
+                                          echo=False, max_rows=10_000)
     return out
 
 
