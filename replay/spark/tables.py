@@ -593,6 +593,7 @@ class Lake:
         """Create the table if it does not exist (and add columns the schema has gained); return its SQL name."""
         schema = schema or SCHEMAS[name]
         ref = self.table_ref(name)
+        key = (name, schema.simpleString())
         if self.is_catalog:
             # No privilege to create schemas: the CREATE TABLE below says what is wrong.
             with contextlib.suppress(Exception):
@@ -610,8 +611,9 @@ class Lake:
             except Exception:
                 if not self.exists(name):  # lost a creation race with another writer: fine; anything else: raise
                     raise
+                return ref  # created by the other writer, maybe by another version: checked next time
+            self._checked.add(key)  # created with this schema: nothing to check while this object lives
             return ref
-        key = (name, schema.simpleString())
         if key in self._checked:  # reading the schema loads the table's latest snapshot: once per lake object
             return ref
         stored = {f.name: f.dataType for f in self.read_raw(name).schema.fields}
