@@ -316,7 +316,7 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
         raise QuestionError(f"--catalog takes CATALOG.SCHEMA or SCHEMA (SQL identifiers, backquoted where needed), "
                             f"not {args.catalog!r}; for a lake in a directory give --lake DIR")
 
-    spark = session.get_spark(master=args.master)
+    spark = session.get_spark(master=args.master, quick=_short_lived(args))
     if args.catalog and not is_catalog_location(args.catalog):
         location = f"{quote_ident(spark.catalog.currentCatalog())}.{args.catalog}"  # the session's current catalog
     if args.catalog and session.catalog_is_in_memory(spark):
@@ -325,6 +325,18 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
               "spark-warehouse/); give --lake DIR for a lake that lasts, or run with a Hive metastore "
               "(spark.sql.catalogImplementation=hive)", file=sys.stderr)
     return Lake(spark, location, catalog=True if args.catalog else None)
+
+
+# the lake commands whose JVM does bulk work (decoding dumps or logs, a replay, a requests file): the others answer
+# a question and end, and start Spark with `session.QUICK_JVM_OPTIONS`
+_BULK_COMMANDS = {"ingest", "ingest-log", "watch", "replay"}
+_BULK_AUDITS = {"verify-log", "unused"}
+
+
+def _short_lived(args: argparse.Namespace) -> bool:
+    """Whether the command's Spark session answers a question and ends (see `_BULK_COMMANDS`)."""
+    return not (args.command in _BULK_COMMANDS or getattr(args, "requests", None)
+                or (args.command == "audit" and getattr(args, "audit", None) in _BULK_AUDITS))
 
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:

@@ -45,6 +45,11 @@ APP_NAME = "kraft-acl-replay"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 MEMORY_ENV = "KRAFT_REPLAY_DRIVER_MEMORY"
+QUICK_JVM_ENV = "KRAFT_REPLAY_QUICK_JVM_OPTIONS"
+# A driver that answers one question and exits: C1 only (C2 compiles Spark's planner for longer than such a JVM
+# lives; a cold `acls --lake` on a sample's lake used 39-46 s of CPU against 65-82 s with both compilers, wall 29-35 s
+# against 36-44 s), with room for all its code (C1 alone filled the default code cache and stopped compiling).
+QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 _DBR_FILE = "/databricks/DBR_VERSION"
 _GIB = 1024**3
 
@@ -163,8 +168,16 @@ def _is_loopback_master(master: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-def local_conf(master: str, app_name: str, memory: str | None) -> dict[str, str]:
-    """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users)."""
+def quick_jvm_options() -> str:
+    """The driver JVM's options for a short-lived session: `$KRAFT_REPLAY_QUICK_JVM_OPTIONS` when set (empty: none),
+    else `QUICK_JVM_OPTIONS`."""
+    return os.environ.get(QUICK_JVM_ENV, QUICK_JVM_OPTIONS).strip()
+
+
+def local_conf(master: str, app_name: str, memory: str | None, quick: bool = False) -> dict[str, str]:
+    """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users).
+    `quick`: the driver lives for one question (`quick_jvm_options`); settings given to `get_spark` or in
+    `PYSPARK_SUBMIT_ARGS` still win."""
     jars = delta_jars()
     conf = {
         "spark.app.name": app_name,
@@ -192,6 +205,8 @@ def local_conf(master: str, app_name: str, memory: str | None) -> dict[str, str]
         cores = os.cpu_count() or 2
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
+    if quick and quick_jvm_options():
+        conf["spark.driver.extraJavaOptions"] = quick_jvm_options()
     if _is_loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
@@ -203,12 +218,14 @@ def get_spark(
     app_name: str = APP_NAME,
     memory: str | None = None,
     conf: Mapping[str, Any] | None = None,
+    quick: bool = False,
 ) -> SparkSession:
     """Return a SparkSession that can read and write Delta tables (see the module docstring for the rules).
 
     `master`: `local[N]`, `local[*]` (the default) or `spark://host:port`; ignored on Databricks and when a session
     is already running. `memory`: driver memory such as `"6g"`. `conf`: extra settings for a session started here
-    (tests use it for small shuffle partitions and no UI); also ignored when a session already exists.
+    (tests use it for small shuffle partitions and no UI); also ignored when a session already exists. `quick`: the
+    session answers a question or two and ends (the CLI's lake questions), so its driver JVM compiles less.
     """
     if on_databricks():
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
@@ -237,7 +254,7 @@ def get_spark(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         _export_package_path()
-    settings = local_conf(master, app_name, memory)
+    settings = local_conf(master, app_name, memory, quick)
     settings.update({k: str(v) for k, v in (conf or {}).items()})
     builder = SparkSession.builder
     for key, value in settings.items():

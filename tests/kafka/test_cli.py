@@ -867,3 +867,18 @@ def test_a_spark_command_without_spark_says_what_to_install(tmp_path: Path) -> N
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert "kraft-replay ingest: this command runs on Spark, and pyspark is not installed" in lines[0]
     assert "pip install 'kraft-acl-replay[spark]'" in lines[0]
+
+
+def test_lake_questions_start_a_short_lived_jvm_and_bulk_work_does_not() -> None:
+    """A question's Spark driver lives seconds (`session.QUICK_JVM_OPTIONS`); ingests, replays, watching, a requests
+    file and the audits that read authorizer logs run long enough for Spark's full JIT to pay off."""
+    def short(*argv: str) -> bool:
+        return cli._short_lived(cli.build_parser().parse_args(list(argv)))
+
+    lake = LAKE
+    assert short("acls", *lake) and short("sql", "--lake", "/tmp/lake", "SELECT 1") and short("history", *lake)
+    assert short("audit", "who-can", *lake, "--operation", "READ", "--topic", "t")
+    assert short("authorize", *lake, "--principal", "User:a", "--operation", "READ", "--topic", "t")
+    assert not short("authorize", *lake, "--requests", "q.csv", "--out", "d.csv")
+    assert not short("replay", *lake) and not short("ingest", "/dump", *lake) and not short("watch", "/dumps", *lake)
+    assert not short("audit", "unused", *lake) and not short("audit", "verify-log", *lake)

@@ -7,6 +7,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from replay.spark.session import QUICK_JVM_OPTIONS
+
 SPARK_TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -39,7 +41,7 @@ SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = JVM_OPTIONS
 # was dearer from the fourth run on (28 against 20-26 s), so the suite's long-lived session keeps both compilers
 # (checked again at stop 41: the feed and visibility modules in one session, C1 only 636 s wall and 884 s of
 # machine CPU against 468 s and 769 s with both, though the JIT's compile time was 230 s of a 6-minute run).
-SHORT_LIVED_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+SHORT_LIVED_JVM_OPTIONS = f"{JVM_OPTIONS} {QUICK_JVM_OPTIONS}"  # what the CLI gives a question's driver
 LEAN_JVMS = {"spark.driver.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS,
              "spark.executor.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS}
 # A Spark Connect server of one test (an ingest and a few dozen queries, or one notebook): the pipeline test's

@@ -35,6 +35,17 @@ def test_local_conf_has_delta_and_explicit_jars() -> None:
     assert S.local_conf("spark://127.0.0.1:7077", "app", "1g")["spark.driver.host"] == "127.0.0.1"
 
 
+def test_a_quick_session_asks_for_the_quick_jvm_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(S.QUICK_JVM_ENV, raising=False)
+    assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g")
+    assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == S.QUICK_JVM_OPTIONS
+    assert "-XX:TieredStopAtLevel=1" in S.QUICK_JVM_OPTIONS
+    monkeypatch.setenv(S.QUICK_JVM_ENV, "-Xss4m")
+    assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == "-Xss4m"
+    monkeypatch.setenv(S.QUICK_JVM_ENV, "")  # empty: the JVM's defaults
+    assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g", quick=True)
+
+
 @pytest.mark.spark
 def test_session_writes_and_reads_delta(spark: Any, tmp_path: Any) -> None:
     path = str(tmp_path / "t")
