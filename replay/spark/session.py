@@ -205,8 +205,8 @@ def local_conf(master: str, app_name: str, memory: str | None, quick: bool = Fal
         cores = os.cpu_count() or 2
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
-    if quick and quick_jvm_options():
-        conf["spark.driver.extraJavaOptions"] = quick_jvm_options()
+    if quick and (options := quick_jvm_options()):
+        conf["spark.driver.extraJavaOptions"] = options
     if _is_loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"

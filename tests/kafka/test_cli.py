@@ -875,10 +875,9 @@ def test_lake_questions_start_a_short_lived_jvm_and_bulk_work_does_not() -> None
     def short(*argv: str) -> bool:
         return cli._short_lived(cli.build_parser().parse_args(list(argv)))
 
-    lake = LAKE
-    assert short("acls", *lake) and short("sql", "--lake", "/tmp/lake", "SELECT 1") and short("history", *lake)
-    assert short("audit", "who-can", *lake, "--operation", "READ", "--topic", "t")
-    assert short("authorize", *lake, "--principal", "User:a", "--operation", "READ", "--topic", "t")
-    assert not short("authorize", *lake, "--requests", "q.csv", "--out", "d.csv")
-    assert not short("replay", *lake) and not short("ingest", "/dump", *lake) and not short("watch", "/dumps", *lake)
-    assert not short("audit", "unused", *lake) and not short("audit", "verify-log", *lake)
+    assert short("acls", *LAKE) and short("sql", "--lake", "/tmp/lake", "SELECT 1") and short("history", *LAKE)
+    assert short("audit", "who-can", *LAKE, "--operation", "READ", "--topic", "t")
+    assert short("authorize", *LAKE, "--principal", "User:a", "--operation", "READ", "--topic", "t")
+    assert not short("authorize", *LAKE, "--requests", "q.csv", "--out", "d.csv")
+    assert not short("replay", *LAKE) and not short("ingest", "/dump", *LAKE) and not short("watch", "/dumps", *LAKE)
+    assert not short("audit", "unused", *LAKE) and not short("audit", "verify-log", *LAKE)
