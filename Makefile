@@ -5,7 +5,7 @@ PYTHON ?= python3
 STAMP := .venv-stamp
 NATIVE_STAMP := .native-stamp
 
-.PHONY: setup demo test test-fast lint bench bench-pipeline fuzz clean
+.PHONY: setup demo test test-all test-fast lint bench bench-pipeline fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
@@ -22,14 +22,19 @@ demo: setup
 	kraft-replay demo
 
 # test-fast leaves out the slow parts, each under its own mark (registered in pyproject.toml).
-FAST := not kafka and not cluster and not property and not differential and not second_jvm and not slow and not fuzz and not crash
+FAST := not extended and not kafka and not cluster and not property and not differential and not second_jvm and not slow and not fuzz and not crash
 
 # Hypothesis draws the same examples every run under `make` (profile ci, tests/conftest.py), so a landing never
 # depends on a seed; `make test HYPOTHESIS_PROFILE=default` (or plain pytest) explores new ones.
 export HYPOTHESIS_PROFILE ?= ci
 
-# Two processes (pytest-xdist): the Spark tests in one, the broker's in one, the rest spread (tests/conftest.py).
+# Three processes (pytest-xdist): the Spark tests in two, the broker's in one, the rest spread (tests/conftest.py).
+# `make test` (what CI runs) leaves out the long checks marked `extended`, each of whose features it checks more
+# briefly; `make test-all` runs them too.
 test: setup
+	$(PYTHON) -m pytest --durations=25 -n 3 --dist loadgroup -m 'not extended'
+
+test-all: setup
 	$(PYTHON) -m pytest --durations=25 -n 3 --dist loadgroup
 
 test-fast: setup

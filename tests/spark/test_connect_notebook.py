@@ -23,7 +23,9 @@ from spark_dumps import SAMPLES
 from replay.kafka.dump import replay_paths
 from tests.spark.test_replay_vs_reference import history_of_reference, history_of_rows
 
-pytestmark = [pytest.mark.slow]
+# `make test-all` (mark `extended`): `make test` runs the notebook locally (test_notebook.py) and the commands over
+# Spark Connect (test_connect.py)
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = next(s for s in SAMPLES if s.name == "small-snapshots")

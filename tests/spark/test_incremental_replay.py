@@ -133,7 +133,8 @@ _TXN_AND_SNAPSHOTS = {
 # Each example is several days of ingest and replay (minutes on 2 cores): the suite runs the explicit one; see
 # `spark_property_settings` for drawing more.
 @pytest.mark.property
-@pytest.mark.spark_b  # minutes of Spark: the other Spark worker
+@pytest.mark.extended  # minutes of Spark: `make test-all` (`make test` has the two tests below)
+@pytest.mark.spark_b  # the other Spark worker
 @settings(**spark_property_settings())
 @given(scenarios=st.lists(SCENARIO, min_size=2, max_size=2), days=DAYS)
 @example(scenarios=[_TXN_AND_SNAPSHOTS, {**_TXN_AND_SNAPSHOTS, "retain": 1, "diverge": True, "text": "4.3"}],

@@ -264,6 +264,7 @@ def _reference(sample: str) -> Any:
 
 
 @pytest.mark.spark
+@pytest.mark.spark_b  # the notebook runs in the other Spark worker (tests/conftest.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", list(RUNS))
 def test_notebook_cells_and_state(runs: dict[str, nb.NotebookRun], sample: str) -> None:
@@ -304,6 +305,7 @@ def test_notebook_cells_and_state(runs: dict[str, nb.NotebookRun], sample: str) 
 
 
 @pytest.mark.spark
+@pytest.mark.spark_b  # the notebook runs in the other Spark worker (tests/conftest.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", list(RUNS))
 def test_notebook_sql_by_time_changes_and_coverage(spark: Any, runs: dict[str, nb.NotebookRun], sample: str) -> None:
@@ -353,6 +355,7 @@ def test_notebook_sql_by_time_changes_and_coverage(spark: Any, runs: dict[str, n
 
 
 @pytest.mark.spark
+@pytest.mark.spark_b  # the notebook runs in the other Spark worker (tests/conftest.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", list(RUNS))
 def test_notebook_who_could_access(runs: dict[str, nb.NotebookRun], sample: str) -> None:
@@ -380,6 +383,7 @@ def test_notebook_who_could_access(runs: dict[str, nb.NotebookRun], sample: str)
 
 
 @pytest.mark.spark
+@pytest.mark.spark_b  # the notebook runs in the other Spark worker (tests/conftest.py)
 @pytest.mark.slow
 @pytest.mark.parametrize("sample", list(RUNS))
 def test_notebook_what_changed(runs: dict[str, nb.NotebookRun], sample: str) -> None:
@@ -403,6 +407,7 @@ def test_notebook_what_changed(runs: dict[str, nb.NotebookRun], sample: str) -> 
 
 
 @pytest.mark.spark
+@pytest.mark.spark_b  # the notebook runs in the other Spark worker (tests/conftest.py)
 @pytest.mark.slow
 def test_notebook_time_travel_and_plots(runs: dict[str, nb.NotebookRun]) -> None:
     """DESCRIBE HISTORY and VERSION AS OF run through EXECUTE IMMEDIATE of session variables and show rows: on the
@@ -437,6 +442,7 @@ def test_notebook_time_travel_and_plots(runs: dict[str, nb.NotebookRun]) -> None
 
 
 @pytest.mark.spark
+@pytest.mark.spark_b  # the notebook runs in the other Spark worker (tests/conftest.py)
 @pytest.mark.slow
 def test_notebook_verifies_the_brokers_log_in_the_lake(runs: dict[str, nb.NotebookRun]) -> None:
     """Section 8 on the sample `data/authorizer-log`: its log ingested into access_events and verified in Spark,

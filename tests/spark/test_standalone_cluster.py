@@ -19,7 +19,7 @@ from spark_conf import LEAN_JVMS, NO_CODEGEN
 
 from replay.kafka import synth
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.cluster, pytest.mark.extended]  # a master, a worker and their JVMs: `make test-all`
 
 REPO = str(Path(__file__).resolve().parents[2])
 

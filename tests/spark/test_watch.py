@@ -31,7 +31,8 @@ def rows(lake: Any, clusters: list[str]) -> dict[str, Counter[tuple[Any, ...]]]:
     return out
 
 
-@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
+@pytest.mark.slow
+@pytest.mark.extended  # minutes of Spark: `make test-all` (`make test` has the running watch below)
 def test_dumps_arriving_day_by_day_give_the_lake_of_one_batch_ingest(spark: Any, tmp_path: Path) -> None:
     from replay.spark.ingest import ingest
     from replay.spark.replay import replay_lake
