@@ -1,6 +1,6 @@
 """One SparkSession with Delta for every Spark test (JVM start-up dominates; never start a second one).
 
-local[2], two shuffle partitions, no UI, no code generation, 2g driver. `spark` is session-scoped and stopped at the end of the run.
+local[2], two shuffle partitions, no UI, no code generation, a 3g driver (`SESSION_MEMORY`). `spark` is session-scoped and stopped at the end of the run.
 Tests keep their own data small and write lakes under `tmp_path`.
 
 `sample_lake` holds the real sample dumps of `data/`, ingested and replayed once per run (each sample is its own
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from spark_conf import SPARK_TEST_CONF, aqe_off
+from spark_conf import SESSION_MEMORY, SPARK_TEST_CONF, aqe_off
 from spark_dumps import SAMPLES
 
 
@@ -27,7 +27,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     warnings.filterwarnings("ignore", message=".*pandas >= 3.0.0.*", category=FutureWarning)
     conf = dict(SPARK_TEST_CONF)
     conf["spark.sql.warehouse.dir"] = str(tmp_path_factory.mktemp("spark-warehouse"))
-    session = get_spark(master="local[2]", app_name="kraft-acl-replay-tests", memory="2g", conf=conf)
+    session = get_spark(master="local[2]", app_name="kraft-acl-replay-tests", memory=SESSION_MEMORY, conf=conf)
     yield session
     session.stop()
 

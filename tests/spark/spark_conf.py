@@ -26,6 +26,12 @@ SPARK_TEST_CONF = {
     "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them
 }
 
+# The suite's two long-lived sessions hold about 1 GB live after an hour (the plans of the DataFrames the tests and
+# their module fixtures keep): with a 2g heap the serial collector ran 117 full collections in the first hour of one
+# session (its VM thread, where they run, used 344 s of CPU, 16% of the JVM's); a 3g heap leaves three times the
+# room between them.
+SESSION_MEMORY = "3g"
+
 # the JVMs of the suite (its session, the Connect servers, the crashed and the cluster runs): a 1-2 GiB heap on two
 # cores, beside two or three other JVMs. The serial collector has no concurrent threads to compete for the cores
 # (the default G1 has), and no perf-data file is mapped per JVM. Measured on one process doing three ingests and

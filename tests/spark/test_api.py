@@ -20,7 +20,8 @@ def _rows(df: Any) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in df.collect()), key=repr)
 
 
-@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
+@pytest.mark.slow
+@pytest.mark.extended  # minutes of questions asked twice: `make test-all` (`make test` has the replay below)
 def test_a_cluster_of_the_lake_answers_like_the_functions(spark: Any, sample_lake: Any) -> None:
     lake = Lake.at_path(spark, sample_lake.location)
     assert isinstance(lake, Lake) and lake.location == sample_lake.location

@@ -223,6 +223,9 @@ def test_the_python_api_asks_about_an_api_call(api_lake: Any) -> None:
     assert {a["api"]: a["outcome"] for a in found["apis"]}["JoinGroup"] == "ALLOWED"
 
 
+# `make test-all`: `make test` holds the function to the Python API (test_sql_install.py) and the Python API to the
+# reference (test_api_calls_are_decided_like_the_reference)
+@pytest.mark.extended
 def test_the_sql_function_answers_like_the_reference(spark: Any, api_lake: Any, reference: Any) -> None:
     """`acl_could_call` (plain SQL, for a warehouse): the seeds' calls at the versions before and after each KIP give
     the reference's checks, decisions, deciding ACLs, outcome and error; `acl_could_call_at_time` maps a time to the

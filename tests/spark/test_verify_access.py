@@ -185,8 +185,9 @@ def test_a_tampered_copy_gives_the_reference_verdicts(spark: Any, access_lake: A
     assert logged_rows(spark, access_lake, copy, super_users=SUPER_USERS) == want
 
 
-@pytest.mark.slow  # 20 s of Spark: CI runs it, `make test-fast` does not
-@pytest.mark.spark_b
+@pytest.mark.slow
+@pytest.mark.extended  # `make test-all`: `make test` holds `unused_access` on the lake to the reference in
+@pytest.mark.spark_b  # test_drawn_lines_over_histories_with_holes_give_the_reference_verdicts
 def test_unused_in_the_lake_is_the_references(spark: Any, access_lake: Any, capsys: pytest.CaptureFixture[str],
                                               tmp_path: Path) -> None:
     """Least privilege from access_events: the same ACL rows (used or not, decisions, hosts) and principal rows as
