@@ -94,6 +94,8 @@ def rows(lake: Any, cluster: str) -> dict[str, Counter[tuple[Any, ...]]]:
     return out
 
 
+# `make test-all`: `make test` keeps the ingest and replay over Connect below (the tables local mode writes)
+@pytest.mark.extended
 def test_the_pipeline_over_spark_connect_answers_as_local_mode(spark: Any, sample_lake: Any, server: ConnectServer,
                                                                  tmp_path: Path, without_aqe: None) -> None:
     import fastavro

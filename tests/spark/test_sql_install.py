@@ -155,7 +155,8 @@ def _questions(spark: Any, lake: Any, c: str, mid: int, end: int, resource: tupl
     }
 
 
-@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
+@pytest.mark.slow
+@pytest.mark.extended  # `make test-all`: `make test` keeps the printed DDL and the SQL functions in a session
 def test_installed_functions_answer_like_the_python_api_without_the_package(
         spark: Any, sample_lake: Any, tmp_path: Path) -> None:
     """Install with the real command into a Hive metastore (Derby under tmp_path); then a plain PySpark process
