@@ -23,8 +23,8 @@ from spark_dumps import SAMPLES
 from replay.kafka.dump import replay_paths
 from tests.spark.test_replay_vs_reference import history_of_reference, history_of_rows
 
-# `make test-all` (mark `extended`): `make test` runs the notebook locally (test_notebook.py) and the commands over
-# Spark Connect (test_connect.py)
+# `make test-all` (mark `extended`): `make test` runs the notebook locally (test_notebook.py) and the ingest and
+# replay over Spark Connect (test_connect.py)
 pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 ROOT = Path(__file__).resolve().parents[2]
