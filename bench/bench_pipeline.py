@@ -3,6 +3,8 @@
     python -m bench.bench_pipeline                                  # 250k records, uncompressed
     python -m bench.bench_pipeline --sizes 20k                      # a quick run
     python -m bench.bench_pipeline --sizes 250k,1m,2m,10m --codecs none,zstd
+    python -m bench.bench_pipeline --sizes 1m --files-only          # only the runs without Spark: Kafka's tool,
+                                                                    # acls PATH, inspect
     python -m bench.bench_pipeline --plot-only bench/out/pipeline-*.json   # redraw the plot from saved results
 
 For each size and codec: generates (once, cached under bench/out/logs/) a realistic `__cluster_metadata` dump
@@ -315,15 +317,21 @@ class SizeRun:
         load_start = os.getloadavg()
 
         self.kafka("kafka_dump_all_1", paths)
-        self.step("ingest", cli("ingest", str(dump), *lake, "--no-replay", "--no-progress"), spark=True)
+        if not a.files_only:
+            self.step("ingest", cli("ingest", str(dump), *lake, "--no-replay", "--no-progress"), spark=True)
         self.kafka("kafka_dump_all_2", paths)
-        self.step("replay", cli("replay", *lake), spark=True)
-        self.kafka("kafka_dump_all_3", paths)
+        if not a.files_only:
+            self.step("replay", cli("replay", *lake), spark=True)
+            self.kafka("kafka_dump_all_3", paths)
         acls_file = self.work / "acls-path.json"
         self.step("acls_path", cli("acls", str(dump), "--as-of-offset", at, "--output", "json"), stdout=acls_file)
         for i in range(1, a.repeat + 1):
             self.kafka(f"kafka_dump_segment_{i}", [segment])
             self.step(f"inspect_segment_{i}", cli("inspect", "--format", "dump-log", str(segment)))
+        if a.files_only:
+            result = self.files_summary(manifest, at, acls_file)
+            result["load_start"], result["load_end"] = load_start, os.getloadavg()
+            return result
         lake_file = self.work / "acls-lake.json"
         self.step("acls_lake_cold", cli("acls", *lake, "--as-of-offset", at, "--output", "json"), spark=True,
                   stdout=lake_file)
@@ -337,13 +345,36 @@ class SizeRun:
             shutil.rmtree(self.lake, ignore_errors=True)
         return result
 
+    def files_summary(self, manifest: dict[str, Any], at: str, acls_file: Path) -> dict[str, Any]:
+        """The figures of the runs without Spark (`--files-only`): Kafka's tool, `acls PATH`, `inspect`."""
+        by = {r.name: r for r in self.runs}
+        kafka_all = [r.wall_s for n, r in by.items() if n.startswith("kafka_dump_all")]
+        kafka_seg = [r.wall_s for n, r in by.items() if n.startswith("kafka_dump_segment")]
+        inspect = [r.wall_s for n, r in by.items() if n.startswith("inspect_segment")]
+        path_answer = acl_answer(acls_file)
+        return {
+            "name": self.shape.name, "records": manifest["records"], "codec": self.shape.codec,
+            "seed": self.shape.seed, "input_bytes": manifest["input_bytes"], "segments": len(manifest["segments"]),
+            "snapshots": len(manifest["snapshots"]), "generation_seconds": manifest["seconds"],
+            "as_of_offset": int(at), "expected_live_acls": manifest["live_acls_after"][at],
+            "kafka_dump_all_seconds": min(kafka_all), "kafka_dump_all_runs": kafka_all,
+            "kafka_records_per_second": round(manifest["records"] / min(kafka_all)),
+            "acls_path_seconds": by["acls_path"].wall_s,
+            "acls_path_over_kafka": round(by["acls_path"].wall_s / min(kafka_all), 2),
+            "acls_path_peak_rss_mib": by["acls_path"].peak_rss_mib,
+            "inspect_segment_seconds": min(inspect), "kafka_dump_segment_seconds": min(kafka_seg),
+            "inspect_over_kafka": round(min(inspect) / min(kafka_seg), 2),
+            "peak_rss_mib": max(r.peak_rss_mib for r in self.runs if not r.name.startswith("kafka")),
+            "answers": {"expected": manifest["live_acls_after"][at],
+                        "acls_path": {k: v for k, v in path_answer.items() if k != "ids"}},
+            "runs": [asdict(r) for r in self.runs],
+        }
+
     def summary(self, manifest: dict[str, Any], at: str, acls_file: Path, lake_file: Path, warm_file: Path
                 ) -> dict[str, Any]:
         by = {r.name: r for r in self.runs}
         records = manifest["records"]
         kafka_all = [r.wall_s for n, r in by.items() if n.startswith("kafka_dump_all")]
-        kafka_seg = [r.wall_s for n, r in by.items() if n.startswith("kafka_dump_segment")]
-        inspect = [r.wall_s for n, r in by.items() if n.startswith("inspect_segment")]
         pipeline = by["ingest"].wall_s + by["replay"].wall_s
         path_answer, lake_answer = acl_answer(acls_file), acl_answer(lake_file)
         answers = manifest["live_acls_after"]
@@ -353,23 +384,13 @@ class SizeRun:
             warm = json.loads(warm_file.read_text())
         sizes = lake_sizes(self.lake) if self.lake.exists() else {"total": 0}
         return {
-            "name": self.shape.name, "records": records, "codec": self.shape.codec, "seed": self.shape.seed,
-            "input_bytes": manifest["input_bytes"], "segments": len(manifest["segments"]),
-            "snapshots": len(manifest["snapshots"]), "generation_seconds": manifest["seconds"],
-            "as_of_offset": int(at), "expected_live_acls": expected,
-            "kafka_dump_all_seconds": min(kafka_all), "kafka_dump_all_runs": kafka_all,
+            **self.files_summary(manifest, at, acls_file),
             "ingest_seconds": by["ingest"].wall_s, "replay_seconds": by["replay"].wall_s,
             "pipeline_seconds": round(pipeline, 3), "pipeline_over_kafka": round(pipeline / min(kafka_all), 2),
             "ingest_records_per_second": round(records / by["ingest"].wall_s),
             "pipeline_records_per_second": round(records / pipeline),
-            "kafka_records_per_second": round(records / min(kafka_all)),
-            "acls_path_seconds": by["acls_path"].wall_s,
-            "acls_path_over_kafka": round(by["acls_path"].wall_s / min(kafka_all), 2),
-            "inspect_segment_seconds": min(inspect), "kafka_dump_segment_seconds": min(kafka_seg),
-            "inspect_over_kafka": round(min(inspect) / min(kafka_seg), 2),
             "acls_lake_cold_seconds": by["acls_lake_cold"].wall_s,
             "warm": warm,
-            "peak_rss_mib": max(r.peak_rss_mib for r in self.runs if not r.name.startswith("kafka")),
             "lake_bytes": sizes, "lake_over_input": round(sizes["total"] / manifest["input_bytes"], 3),
             "replay_spark": by["replay"].spark, "ingest_spark": by["ingest"].spark,
             "answers": {"expected": expected,
@@ -378,7 +399,6 @@ class SizeRun:
                         "same_ids": path_answer.get("ids") == lake_answer.get("ids"),
                         "warm_rows_match": bool(warm.get("rows")) and all(
                             rows == {k: answers[k] for k in rows} for rows in warm["rows"].values())},
-            "runs": [asdict(r) for r in self.runs],
         }
 
 
@@ -423,16 +443,18 @@ def table(results: list[dict[str, Any]]) -> list[str]:
             "acls PATH s", "inspect/Kafka seg s", "cold lake s", "warm ms", "peak GiB", "lake/input",
             "replay jobs/stages/1-task")
     rows = [head]
+    def fig(r: dict[str, Any], key: str, scale: float = 1.0, fmt: str = ".1f") -> str:
+        return "-" if r.get(key) is None else f"{r[key] / scale:{fmt}}"  # `--files-only` runs have no Spark figures
+
     for r in results:
         sp = r.get("replay_spark") or {}
         warm = r.get("warm", {}).get("sql_acl_state_at", {}).get("median_ms", "-")
         rows.append((f"{r['records']:,}", r["codec"], f"{r['input_bytes'] / 2**20:,.1f}",
-                     f"{r['kafka_dump_all_seconds']:.1f}", f"{r['ingest_seconds']:.1f}", f"{r['replay_seconds']:.1f}",
-                     f"{r['pipeline_seconds']:.1f}", f"{r['pipeline_over_kafka']:.1f}",
-                     f"{r['acls_path_seconds']:.1f}",
+                     fig(r, "kafka_dump_all_seconds"), fig(r, "ingest_seconds"), fig(r, "replay_seconds"),
+                     fig(r, "pipeline_seconds"), fig(r, "pipeline_over_kafka"), fig(r, "acls_path_seconds"),
                      f"{r['inspect_segment_seconds']:.1f}/{r['kafka_dump_segment_seconds']:.1f}",
-                     f"{r['acls_lake_cold_seconds']:.1f}", str(warm), f"{r['peak_rss_mib'] / 1024:.2f}",
-                     f"{r['lake_over_input']:.2f}",
+                     fig(r, "acls_lake_cold_seconds"), str(warm), fig(r, "peak_rss_mib", 1024, ".2f"),
+                     fig(r, "lake_over_input", 1.0, ".2f"),
                      f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}/{sp.get('single_task_stages', '-')}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
@@ -456,6 +478,8 @@ def plot(results: list[dict[str, Any]], path: Path, title: str) -> None:
         rows = sorted((r for r in results if r["codec"] == codec), key=lambda r: r["records"])
         xs = [r["records"] for r in rows]
         for key, label, colour in series:
+            if any(key not in r for r in rows):  # `--files-only`: no Spark runs
+                continue
             ys = [r[key] for r in rows]
             name = f"{label} ({codec})" if len(codecs) > 1 else label
             last = f"{ys[-1]:,.1f} s at {realistic_log.count_label(xs[-1])}"
@@ -494,6 +518,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--warm-rounds", type=int, default=3, help="passes over the question offsets, warm")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--keep-lake", action="store_true")
+    ap.add_argument("--files-only", action="store_true",
+                    help="only the runs without Spark: Kafka's tool, acls PATH, inspect (a few minutes at 1M)")
     ap.add_argument("--plot-only", nargs="+", type=Path, metavar="JSON", help="redraw one plot from saved results")
     ap.add_argument("--warm", nargs=3, metavar=("LAKE", "CLUSTER", "OFFSETS"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -531,9 +557,11 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(table(doc["results"])))
     for r in doc["results"]:
         ans = r["answers"]
+        lake = "" if args.files_only else (
+            f", acls --lake {ans['acls_lake'].get('acls')}, same ids {ans['same_ids']}; warm answers all as "
+            f"expected: {ans['warm_rows_match']}")
         print(f"{r['name']}: live ACLs at {r['as_of_offset']}: expected {ans['expected']}, acls PATH "
-              f"{ans['acls_path'].get('acls')}, acls --lake {ans['acls_lake'].get('acls')}, same ids "
-              f"{ans['same_ids']}; warm answers all as expected: {ans['warm_rows_match']}")
+              f"{ans['acls_path'].get('acls')}{lake}")
     print(f"{load}; results: {args.out / f'pipeline-{stamp}.json'}; plot: {png}")
 
 

@@ -215,7 +215,7 @@ def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> in
     chosen = dumplog.choose_variant(paths) if args.variant == "auto" else None
     renderer = dumplog.DumpLogRenderer(variant=chosen.variant if chosen else args.variant,
                                        skip_record_metadata=args.skip_record_metadata,
-                                       on_problem=summary.add, show_secrets=args.show_secrets)
+                                       on_problem=summary.add, show_secrets=args.show_secrets, text_chunks=True)
     told = 0
     for line in renderer.render_files(paths):
         out.write(line + "\n")

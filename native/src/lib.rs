@@ -4,6 +4,7 @@
 
 mod codec;
 mod decode;
+mod dumplog;
 mod json;
 mod pyout;
 mod rows;
@@ -390,8 +391,7 @@ struct RowDecoder {
     rows: rows::RowBuilder,
     max_rows: usize,
     max_bytes: usize,
-    secret_config: Option<PyObject>,
-    secret_names: HashMap<String, bool>,
+    secrets: SecretConfigs,
     ordered: bool,
     waiting: Option<PyObject>,
 }
@@ -435,8 +435,7 @@ impl RowDecoder {
             rows: rows::RowBuilder::new(),
             max_rows,
             max_bytes,
-            secret_config,
-            secret_names: HashMap::default(),
+            secrets: SecretConfigs::new(secret_config),
             ordered,
             waiting: None,
         })
@@ -457,17 +456,8 @@ impl RowDecoder {
         let (engine, source, rows, waiting) = (&mut self.engine, &self.source, &mut self.rows, &mut self.waiting);
         let ordered = self.ordered;
         let (max_rows, max_bytes) = (self.max_rows, self.max_bytes);
-        let (asker, known) = (&self.secret_config, &mut self.secret_names);
-        let mut secret = |name: &str| -> bool {
-            let Some(ask) = asker else { return false };
-            if let Some(answer) = known.get(name) {
-                return *answer;
-            }
-            // an error asking counts as secret: Python then redacts it (or says why)
-            let answer = ask.call1(py, (name,)).and_then(|r| r.extract::<bool>(py)).unwrap_or(true);
-            known.insert(name.to_string(), answer);
-            answer
-        };
+        let secrets = &mut self.secrets;
+        let mut secret = |name: &str| secrets.is_secret(py, name);
         guarded(&mut self.failed, || loop {
             let item = match engine.next_item(py, st)? {
                 None if rows.rows > 0 => return Ok(Some(rows.take(py)?)),
@@ -492,6 +482,142 @@ impl RowDecoder {
     }
 }
 
+/// `secrets.is_secret_config`, asked once per config name; without it (secrets shown) nothing is secret.
+struct SecretConfigs {
+    asker: Option<PyObject>,
+    known: HashMap<String, bool>,
+}
+
+impl SecretConfigs {
+    fn new(asker: Option<PyObject>) -> SecretConfigs {
+        SecretConfigs { asker, known: HashMap::default() }
+    }
+
+    fn is_secret(&mut self, py: Python<'_>, name: &str) -> bool {
+        let Some(ask) = &self.asker else { return false };
+        if let Some(answer) = self.known.get(name) {
+            return *answer;
+        }
+        // an error asking counts as secret: Python then redacts it (or says why)
+        let answer = ask.call1(py, (name,)).and_then(|r| r.extract::<bool>(py)).unwrap_or(true);
+        self.known.insert(name.to_string(), answer);
+        answer
+    }
+}
+
+/// `inspect --format dump-log`'s decoder: like `Decoder`, but the batches `dumplog::render_batch` can print come
+/// out as text, consecutive ones together (`dumplog::Chunk::take`: at most `max_bytes` of text), the others as
+/// `Batch` and `Problem` objects, everything in file order. A batch right after a problem is a chunk of its own:
+/// the renderer acts on a batch's problems once its lines are out.
+#[pyclass(module = "kraft_replay_native")]
+struct DumpLogDecoder {
+    engine: Engine,
+    source: Py<PyString>,
+    failed: bool,
+    style: dumplog::Style,
+    chunk: dumplog::Chunk,
+    max_bytes: usize,
+    secrets: SecretConfigs,
+    waiting: Option<PyObject>,
+    after_problem: bool,
+}
+
+#[pymethods]
+impl DumpLogDecoder {
+    #[new]
+    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, snapshot, decompressed_limit, max_bytes, secret_config, skip_record_metadata, bare_prefix, gap_from_minus_one, kafka_keys))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        stream: PyObject,
+        source: &str,
+        name_offset: Option<i128>,
+        start_position: i64,
+        max_batch_size: i64,
+        resync_window: usize,
+        snapshot: bool,
+        decompressed_limit: usize,
+        max_bytes: usize,
+        secret_config: Option<PyObject>,
+        skip_record_metadata: bool,
+        bare_prefix: String,
+        gap_from_minus_one: bool,
+        kafka_keys: Vec<i64>,
+    ) -> PyResult<DumpLogDecoder> {
+        state(py)?;
+        let show_secrets = secret_config.is_none();
+        Ok(DumpLogDecoder {
+            engine: Engine::new(
+                stream,
+                source,
+                name_offset,
+                start_position,
+                max_batch_size,
+                resync_window,
+                true,
+                snapshot,
+                None,
+                decompressed_limit,
+            ),
+            source: PyString::new(py, source).unbind(),
+            failed: false,
+            style: dumplog::Style {
+                skip_record_metadata,
+                bare_prefix,
+                gap_from_minus_one,
+                kafka_keys: kafka_keys.into_iter().collect(),
+                show_secrets,
+            },
+            chunk: dumplog::Chunk::default(),
+            max_bytes,
+            secrets: SecretConfigs::new(secret_config),
+            waiting: None,
+            after_problem: false,
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        if let Some(obj) = self.waiting.take() {
+            return Ok(Some(obj));
+        }
+        if self.failed {
+            return Ok(None);
+        }
+        let st = state(py)?;
+        let (engine, source, chunk, style) = (&mut self.engine, &self.source, &mut self.chunk, &self.style);
+        let (waiting, after_problem, max_bytes) = (&mut self.waiting, &mut self.after_problem, self.max_bytes);
+        let secrets = &mut self.secrets;
+        let mut secret = |name: &str| secrets.is_secret(py, name);
+        guarded(&mut self.failed, || loop {
+            let item = match engine.next_item(py, st)? {
+                None if chunk.batches > 0 => return Ok(Some(chunk.take(py)?)),
+                None => return Ok(None),
+                Some(item) => item,
+            };
+            if let Item::Batch(b) = &item {
+                if chunk.add(b, st, style, &mut secret) {
+                    if *after_problem || chunk.text.len() >= max_bytes {
+                        *after_problem = false;
+                        return Ok(Some(chunk.take(py)?));
+                    }
+                    continue;
+                }
+            }
+            *after_problem = matches!(item, Item::Problem(_));
+            let obj = item_object(py, st, item, source)?;
+            if chunk.batches > 0 {
+                *waiting = Some(obj);
+                return Ok(Some(chunk.take(py)?));
+            }
+            return Ok(Some(obj));
+        })
+    }
+}
+
 /// `bytes.decode("utf-8", "replace")` as the payload JSON of `record_extras` does it (Rust's lossy decoding), for
 /// tests.
 #[pyfunction]
@@ -502,11 +628,12 @@ fn lossy_utf8(data: &[u8]) -> String {
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
-    m.add("API", 8)?;
+    m.add("API", 9)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;
     m.add_class::<Decoder>()?;
     m.add_class::<RowDecoder>()?;
+    m.add_class::<DumpLogDecoder>()?;
     Ok(())
 }

@@ -14,8 +14,8 @@ use crate::value::{Decoded, StructVal, Value};
 use crate::State;
 
 /// `secrets.MAY_HOLD_SECRETS`: the api keys of ConfigRecord and UserScramCredentialRecord.
-const CONFIG_API_KEY: i64 = 4;
-const SCRAM_API_KEY: i64 = 11;
+pub(crate) const CONFIG_API_KEY: i64 = 4;
+pub(crate) const SCRAM_API_KEY: i64 = 11;
 const MAY_HOLD_SECRETS: [i64; 2] = [CONFIG_API_KEY, SCRAM_API_KEY];
 
 /// `ingest.IDENTITY_BYTES`: the identity is the first 16 bytes of the sha256.
@@ -257,7 +257,7 @@ fn binding_of(st: &State, data: &StructVal) -> Result<[String; 7], ()> {
 
 /// Whether a decoded ConfigRecord's value is a secret: a text value of a config that `secret` names one of
 /// (`secrets.is_secret_config`). Err for a name that is not UTF-8 (Python then decides).
-fn config_is_secret(st: &State, data: &StructVal, secret: &mut dyn FnMut(&str) -> bool) -> Result<bool, ()> {
+pub(crate) fn config_is_secret(st: &State, data: &StructVal, secret: &mut dyn FnMut(&str) -> bool) -> Result<bool, ()> {
     let name = match field(st, data, "name") {
         Some(Value::Str(n)) => std::str::from_utf8(n).map_err(|_| ())?,
         _ => return Err(()),

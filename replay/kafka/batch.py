@@ -40,7 +40,7 @@ import io
 import re
 import struct
 from collections import deque
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import BinaryIO, NamedTuple, Protocol, TypeVar
 
 from . import codecs, native, secrets
@@ -1115,6 +1115,34 @@ def read_file(path: str, strict: bool = False, *, snapshot: bool | None = None,
     """
     if snapshot is None:
         snapshot = is_snapshot_path(path)
+    checked = snapshot
+    return _from_file(path, strict, lambda stream: read_batches(stream, path, strict, snapshot=checked,
+                                                                **options))  # type: ignore[arg-type]
+
+
+def read_file_for_dump_log(path: str, *, show_secrets: bool, skip_record_metadata: bool, bare_prefix: str,
+                           gap_from_minus_one: bool, kafka_keys: frozenset[int]
+                           ) -> Iterator[Batch | Problem | native.DumpLogText]:
+    """`read_file` for kafka-dump-log's text (`dumplog.DumpLogRenderer`): with the compiled decoder, most batches
+    come already printed (`native.read_dump_log`, with the renderer's options); the same items otherwise."""
+    if not native.enabled():
+        return read_file(path, show_secrets=show_secrets)
+    snapshot = is_snapshot_path(path)
+
+    def read(stream: BinaryIO) -> Iterator[Batch | Problem | native.DumpLogText]:
+        items = native.read_dump_log(
+            stream, path, max_batch_size=DEFAULT_MAX_BATCH_SIZE, resync_window=RESYNC_WINDOW, snapshot=snapshot,
+            decompressed_limit=codecs.DEFAULT_LIMIT, show_secrets=show_secrets,
+            skip_record_metadata=skip_record_metadata, bare_prefix=bare_prefix,
+            gap_from_minus_one=gap_from_minus_one, kafka_keys=kafka_keys)
+        return _finished(items, path, False, None, show_secrets)
+
+    return _from_file(path, False, read)
+
+
+def _from_file(path: str, strict: bool, read: Callable[[BinaryIO], Iterator[T]]) -> Iterator[T | Problem]:
+    """`read(stream)` over the opened file; a file that cannot be opened or read is an `unreadable_file` problem
+    (raised as `DecodeError` when `strict`)."""
     try:
         stream = open(path, "rb", buffering=_CHUNK)  # noqa: SIM115 - closed in the finally below
     except OSError as e:
@@ -1124,7 +1152,7 @@ def read_file(path: str, strict: bool = False, *, snapshot: bool | None = None,
         yield problem
         return
     try:
-        yield from read_batches(stream, path, strict, snapshot=snapshot, **options)  # type: ignore[arg-type]
+        yield from read(stream)
     except OSError as e:
         problem = Problem(ProblemKind.UNREADABLE_FILE, f"read failed: {e}", path, None, None)
         if strict:

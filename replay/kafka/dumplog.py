@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from . import batch as batch_reader
-from . import kafkajson, message, schemas, secrets, writer
+from . import kafkajson, message, native, schemas, secrets, writer
 from .batch import SNAPSHOT_FOOTER_TYPE, SNAPSHOT_HEADER_TYPE, SnapshotStructure
 from .files import classify_name, first_offset_from_name
 from .model import (
@@ -188,6 +188,7 @@ class KafkaWouldFail(Exception):
 @dataclass(slots=True)
 class DumpLogRenderer:
     """One run of the tool over several files: `render(path)` per file, then `finish()` for the stderr report.
+    Yields lines, or with `text_chunks` pieces of text of one or more whole lines (no newline at the end).
 
     `stderr` collects what the tool prints on stderr (in order, except that the non-consecutive-offsets report
     is added by `finish()`, as the tool prints it after all files). `problems` collects what the decoder
@@ -205,10 +206,16 @@ class DumpLogRenderer:
     problems: list[Problem] = field(default_factory=list)
     failed: str | None = None
     on_problem: Callable[[Problem], None] | None = None
+    text_chunks: bool = False  # items may be several lines joined by newlines (fewer, longer writes for a CLI)
     _gaps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_variant(self.variant)
+
+    @property
+    def _bare_prefix(self) -> str:
+        """What comes before `payload:` when the record metadata is skipped."""
+        return "| " if self.variant == "4.3" else " "
 
     # ---- whole files -------------------------------------------------------------------------------------
 
@@ -298,8 +305,25 @@ class DumpLogRenderer:
         valid = 0
         last_offset = -1
         pending: list[Problem] = []  # the decoder reports a batch's problems before the batch
-        items = batch_reader.read_file(path, strict=False, show_secrets=self.show_secrets)
+        items = batch_reader.read_file_for_dump_log(
+            path, show_secrets=self.show_secrets, skip_record_metadata=self.skip_record_metadata,
+            bare_prefix=self._bare_prefix, gap_from_minus_one=self.variant == "4.3", kafka_keys=KAFKA_43_API_KEYS)
         for item in items:
+            if isinstance(item, native.DumpLogText):  # batches the compiled decoder printed as we would
+                if item.first_offset is not None and item.last_offset is not None:
+                    if item.first_offset != last_offset + 1 and (self.variant == "4.3" or last_offset != -1):
+                        self._gaps.setdefault(abs_path, []).append((last_offset, item.first_offset))
+                    if item.gaps:
+                        self._gaps.setdefault(abs_path, []).extend(item.gaps)
+                    last_offset = item.last_offset
+                if self.text_chunks:
+                    yield item.text
+                else:
+                    yield from item.text.split("\n")
+                self._after_batch(pending)
+                pending = []
+                valid += item.size
+                continue
             if isinstance(item, Problem):
                 self._note(item)
                 if self._tool_stops_reading(item, path, shown, size, items):
@@ -333,7 +357,7 @@ class DumpLogRenderer:
                 raise KafkaWouldFail(f"{problem.kind.value}: {problem.message}")
 
     def _tool_stops_reading(self, problem: Problem, path: str, shown: str, size: int | None,
-                            rest: Iterator[Batch | Problem]) -> bool:
+                            rest: Iterator[Batch | Problem | native.DumpLogText]) -> bool:
         """Whether the tool stops at a problem found while framing the file, as its `FileLogInputStream` does:
         fewer than 17 bytes left, or a length that runs past the end of the file, end the file quietly (True; the
         "Found N invalid bytes" line follows); a length under 14 kills it, and so, here, does any other batch it
@@ -392,7 +416,7 @@ class DumpLogRenderer:
                     yield line
                     raise
         if not h.is_control:
-            prefix = "| " if self.skip_record_metadata and self.variant == "4.3" else " "
+            prefix = self._bare_prefix if self.skip_record_metadata else " "
             line += f"{prefix}payload: {payload_text(rec)}"
         yield line
 

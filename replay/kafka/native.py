@@ -27,7 +27,7 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
-API = 8  # the extension's `API`: an extension built from other sources (older or newer) is not used
+API = 9  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
 
 def _load() -> tuple[Any, str | None]:
@@ -195,3 +195,41 @@ def read_rows(
                                 decompressed_limit, max_rows, max_bytes,
                                 None if show_secrets else secrets.is_secret_config, ordered):
         yield RowChunk(*item) if isinstance(item, tuple) else item
+
+
+@dataclass(frozen=True, slots=True)
+class DumpLogText:
+    """kafka-dump-log's lines of consecutive batches, printed by the extension (`DumpLogRenderer` prints the same
+    from their `Batch` objects): the text (lines joined by newlines), the first and last record offsets (None: no
+    records), the jumps between record offsets inside it, `(offset, the next one)`, and the bytes of the batches."""
+
+    text: str
+    first_offset: int | None
+    last_offset: int | None
+    gaps: list[tuple[int, int]]
+    size: int
+
+
+def read_dump_log(
+    stream: BinaryIO,
+    source: str = "",
+    *,
+    max_batch_size: int,
+    resync_window: int,
+    snapshot: bool = False,
+    decompressed_limit: int,
+    show_secrets: bool,
+    skip_record_metadata: bool,
+    bare_prefix: str,
+    gap_from_minus_one: bool,
+    kafka_keys: frozenset[int],
+    max_bytes: int = 1 << 20,
+) -> Iterator[Batch | Problem | DumpLogText]:
+    """The items of `read_batches` for kafka-dump-log's text, in file order, with the batches the extension can
+    print itself as `DumpLogText` (at most about `max_bytes` of text each); the rest (control batches, a record
+    that holds a secret or did not decode, problems) as the objects `read_batches` gives. Requires `enabled()`."""
+    name_offset = first_offset_from_name(source)
+    for item in _ext.DumpLogDecoder(stream, source, name_offset, 0, max_batch_size, resync_window, snapshot,
+                                    decompressed_limit, max_bytes, None if show_secrets else secrets.is_secret_config,
+                                    skip_record_metadata, bare_prefix, gap_from_minus_one, sorted(kafka_keys)):
+        yield DumpLogText(*item) if isinstance(item, tuple) else item

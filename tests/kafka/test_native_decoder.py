@@ -18,13 +18,14 @@ import os
 import random
 import shutil
 import struct
+import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from replay.kafka import batch as batch_module
-from replay.kafka import native, writer
+from replay.kafka import dumplog, native, writer
 from replay.kafka.acl import AclBinding
 from replay.kafka.batch import DecodeError
 from replay.kafka.message import UNKNOWN_TAGS_KEY
@@ -154,9 +155,42 @@ def assert_same_rows(data: bytes, source: str = SEGMENT, show_secrets: bool = Fa
     return chunked
 
 
+def dump_log(path: str, pure: bool, variant: str, skip: bool, show_secrets: bool) -> tuple[Any, ...]:
+    """Everything a kafka-dump-log run over `path` gives: stdout lines, stderr lines, the failure, the problems."""
+    with _pure(pure):
+        renderer = dumplog.DumpLogRenderer(variant=variant, skip_record_metadata=skip, show_secrets=show_secrets)
+        lines = list(renderer.render_files([path]))
+    return lines, renderer.stderr, renderer.failed, renderer.problems
+
+
+def assert_same_dump_log(data: bytes, source: str = SEGMENT, variants: tuple[str, ...] = ("4.3", "4.1")) -> int:
+    """`inspect --format dump-log` of `data` (as a file named `source`) both ways, in each variant, with and
+    without the record metadata, secrets shown and not: the same lines, stderr, failure and problems. Returns how
+    many batches the extension printed itself (with the first variant's options)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, source or SEGMENT)
+        with open(path, "wb") as f:
+            f.write(data)
+        for variant in variants:
+            for skip in (False, True):
+                for show in (False, True):
+                    ref = dump_log(path, True, variant, skip, show)
+                    got = dump_log(path, False, variant, skip, show)
+                    if ref != got:
+                        for i, (x, y) in enumerate(zip(ref[0], got[0], strict=False)):
+                            assert x == y, f"line {i + 1} differs ({variant}, skip {skip}):\npython {x}\nnative {y}"
+                        assert ref == got, (variant, skip, show)
+        with _pure(False):
+            return sum(isinstance(i, native.DumpLogText) for i in batch_module.read_file_for_dump_log(
+                path, show_secrets=False, skip_record_metadata=False, bare_prefix="| ", gap_from_minus_one=True,
+                kafka_keys=dumplog.KAFKA_43_API_KEYS))
+
+
 def assert_same_all_ways(data: bytes, source: str = SEGMENT, rng: random.Random | None = None) -> None:
     assert_same_extras(assert_same(data, source))
     assert_same_rows(data, source)
+    if source:
+        assert_same_dump_log(data, source, variants=("4.3",) if rng is not None else ("4.3", "4.1"))
     assert_same(data, source, snapshot=True)
     assert_same(data, source, decode_values=False)
     assert_same(data, source, strict=True)
@@ -532,3 +566,35 @@ def test_the_ingest_rows_come_from_the_extension_except_where_python_must_make_t
         "id": "AAAAAAAAAAAAAAAAAAAAAA", "resourceType": 2, "resourceName": b"\xff\xfe".decode("latin-1"),
         "patternType": 3, "principal": "User:a", "host": "*", "operation": 3, "permissionType": 3})], 1, 8)
     assert assert_same_rows(plain + not_utf8) >= 5
+
+
+def test_dump_log_lines_come_from_the_extension_except_where_python_must_print_them() -> None:
+    """`inspect --format dump-log`: the extension prints ordinary data batches itself (so the fast path is really
+    taken); a control batch, a password config or a SCRAM credential (while secrets are hidden) is printed by
+    Python from the `Batch`, redacted. The text is the same either way, in file order, with the offset jumps."""
+    acl = writer.acl_record("AAAAAAAAAAAAAAAAAAAAAA", AclBinding.of("TOPIC", "pay", "PREFIXED", "User:a", "*",
+                                                                  "WRITE", "DENY"))
+
+    def config(name: str, value: str | None) -> writer.RecordInput:
+        return writer.metadata_record(4, 0, {"resourceType": 4, "resourceName": "1", "name": name, "value": value})
+
+    plain = writer.encode_batch(42, [writer.noop(), acl, config("min.insync.replicas", "2")], 1, 5)
+    password = writer.encode_batch(45, [writer.noop(), config("ssl.keystore.password", "hunter2")], 1, 6)
+    control = writer.encode_batch(47, [writer.leader_change(1, [1])], 1, 7, control=True)
+    later = writer.encode_batch(60, [writer.noop()], 1, 8)  # a jump in offsets: 47 is followed by 60
+    scram = writer.encode_batch(61, [writer.metadata_record(11, 0, {
+        "name": "alice", "mechanism": 1, "salt": b"s", "storedKey": b"k", "serverKey": b"v", "iterations": 4096})],
+        1, 9)
+    data = plain + password + control + later + plain + scram
+    assert assert_same_dump_log(data) == 2  # plain, then later + plain together; the rest by Python
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, SEGMENT)
+        with open(path, "wb") as f:
+            f.write(data)
+        lines, stderr, failed, problems = dump_log(path, False, "4.3", False, False)
+    text = "\n".join(lines)
+    assert "hunter2" not in text and '"value":"(redacted ' in text
+    assert failed is None and problems == []
+    # 4.3 reports the start at -1 too, and lists the jumps by the earlier offset
+    assert [line for line in stderr if "is followed by" in line] == [
+        "  -1 is followed by 42", "  44 is followed by 61", "  47 is followed by 60", "  60 is followed by 42"]
