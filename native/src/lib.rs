@@ -8,6 +8,7 @@ mod dumplog;
 mod json;
 mod pyout;
 mod rows;
+mod runs;
 mod schema;
 mod value;
 
@@ -288,12 +289,17 @@ impl Engine {
     }
 }
 
-/// Iterates `Batch` and `Problem` objects in file order, as `batch.read_batches` does.
+/// Iterates `Batch` and `Problem` objects in file order, as `batch.read_batches` does; with `runs`, consecutive
+/// batches that keep no record come out together as one `runs::Run` (columns of their header numbers).
 #[pyclass(module = "kraft_replay_native")]
 struct Decoder {
     engine: Engine,
     source: Py<PyString>,
     failed: bool,
+    runs: bool,
+    run: runs::Run,
+    waiting: Option<PyObject>,
+    after_problem: bool,
 }
 
 /// The api keys of `records_for` as the frame's unsigned numbers (a negative key names no record).
@@ -304,7 +310,7 @@ fn selection(records_for: Option<Vec<i64>>) -> Option<HashSet<u64>> {
 #[pymethods]
 impl Decoder {
     #[new]
-    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, decode_values, snapshot, records_for, decompressed_limit))]
+    #[pyo3(signature = (stream, source, name_offset, start_position, max_batch_size, resync_window, decode_values, snapshot, records_for, decompressed_limit, runs))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -318,6 +324,7 @@ impl Decoder {
         snapshot: bool,
         records_for: Option<Vec<i64>>,
         decompressed_limit: usize,
+        runs: bool,
     ) -> PyResult<Decoder> {
         state(py)?;
         Ok(Decoder {
@@ -335,6 +342,10 @@ impl Decoder {
             ),
             source: PyString::new(py, source).unbind(),
             failed: false,
+            runs,
+            run: runs::Run::default(),
+            waiting: None,
+            after_problem: false,
         })
     }
 
@@ -345,14 +356,42 @@ impl Decoder {
     /// A panic (a bug here) becomes a `RuntimeError`, which callers catch as they catch the reference's bugs (the
     /// ingest reports the file as unreadable from that point); the decoder then ends.
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        if let Some(obj) = self.waiting.take() {
+            return Ok(Some(obj));
+        }
         if self.failed {
             return Ok(None);
         }
         let st = state(py)?;
-        let (engine, source) = (&mut self.engine, &self.source);
-        guarded(&mut self.failed, || match engine.next_item(py, st)? {
-            None => Ok(None),
-            Some(item) => Ok(Some(item_object(py, st, item, source)?)),
+        let (engine, source, run, waiting) = (&mut self.engine, &self.source, &mut self.run, &mut self.waiting);
+        let (runs, after_problem) = (self.runs, &mut self.after_problem);
+        guarded(&mut self.failed, || loop {
+            let item = match engine.next_item(py, st)? {
+                None if run.len() > 0 => return Ok(Some(run.take(py)?)),
+                None => return Ok(None),
+                Some(item) => item,
+            };
+            if let Item::Batch(b) = &item {
+                if runs && !*after_problem && runs::Run::takes(b) {
+                    if !run.continues(b) {
+                        let out = run.take(py)?;
+                        run.add(b);
+                        return Ok(Some(out));
+                    }
+                    run.add(b);
+                    if run.len() >= runs::MAX_RUN {
+                        return Ok(Some(run.take(py)?));
+                    }
+                    continue;
+                }
+            }
+            *after_problem = matches!(item, Item::Problem(_));
+            let obj = item_object(py, st, item, source)?;
+            if run.len() > 0 {
+                *waiting = Some(obj);
+                return Ok(Some(run.take(py)?));
+            }
+            return Ok(Some(obj));
         })
     }
 }
@@ -628,7 +667,7 @@ fn lossy_utf8(data: &[u8]) -> String {
 #[pymodule]
 fn kraft_replay_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the interface version `replay/kafka/native.py` checks: raise it whenever init's or Decoder's arguments change
-    m.add("API", 9)?;
+    m.add("API", 10)?;
     m.add_function(wrap_pyfunction!(init, m)?)?;
     m.add_function(wrap_pyfunction!(lossy_utf8, m)?)?;
     m.add_function(wrap_pyfunction!(rows::record_extras, m)?)?;

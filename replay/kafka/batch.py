@@ -1140,6 +1140,22 @@ def read_file_for_dump_log(path: str, *, show_secrets: bool, skip_record_metadat
     return _from_file(path, False, read)
 
 
+def read_log_file_in_runs(path: str, strict: bool, records_for: frozenset[int]
+                          ) -> Iterator[Batch | Problem | native.BatchRun]:
+    """`read_file(path, strict, records_for=records_for)` of a log segment for the replayer: with the compiled
+    decoder, the batches that keep no record come together as `native.BatchRun`s; the same items otherwise."""
+    if not native.enabled():
+        return read_file(path, strict, snapshot=False, records_for=records_for)
+
+    def read(stream: BinaryIO) -> Iterator[Batch | Problem | native.BatchRun]:
+        items = native.read_batches_in_runs(stream, path, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
+                                            resync_window=RESYNC_WINDOW, records_for=records_for,
+                                            decompressed_limit=codecs.DEFAULT_LIMIT)
+        return _finished(items, path, strict, records_for, False)
+
+    return _from_file(path, strict, read)
+
+
 def _from_file(path: str, strict: bool, read: Callable[[BinaryIO], Iterator[T]]) -> Iterator[T | Problem]:
     """`read(stream)` over the opened file; a file that cannot be opened or read is an `unreadable_file` problem
     (raised as `DecodeError` when `strict`)."""

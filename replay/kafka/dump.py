@@ -115,8 +115,11 @@ def replay_sources(
             _replay_text(replayer, counted(read_text_sections(source.path)), source.path)
             continue
         segment = source.kind == SourceKind.SEGMENT
-        records_for = NEEDED_RECORDS if needed_only and segment else None
-        items = counted(read_source(source, strict=strict, records_for=records_for))
+        if needed_only and segment:  # the batches that keep no record come in runs (`native.BatchRun`)
+            replayer.add_log(counted(batch_reader.read_log_file_in_runs(source.path, strict, NEEDED_RECORDS)),
+                             from_file=True, records_for=NEEDED_RECORDS)
+            continue
+        items = counted(read_source(source, strict=strict))
         if source.kind == SourceKind.SNAPSHOT:
             assert source.snapshot_end_offset is not None and source.snapshot_epoch is not None
             replayer.add_snapshot(source.snapshot_end_offset, source.snapshot_epoch, items, source.path)
@@ -124,7 +127,7 @@ def replay_sources(
             for _ in items:  # bootstrap records reach the log through the controller; decode for problems only
                 pass
         else:
-            replayer.add_log(items, from_file=True, records_for=records_for)
+            replayer.add_log(items, from_file=True)
     result = replayer.run()
     if summary is not None:
         decoder_problems = {id(p) for p in summary.examples}

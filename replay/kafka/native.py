@@ -27,7 +27,7 @@ from .schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Struct, Versions
 
 PURE_PYTHON_ENV = "KRAFT_REPLAY_PURE_PYTHON"
 BUILD_COMMAND = "python3 -m pip install ./native   (from the project root; needs cargo)"
-API = 9  # the extension's `API`: an extension built from other sources (older or newer) is not used
+API = 10  # the extension's `API`: an extension built from other sources (older or newer) is not used
 
 
 def _load() -> tuple[Any, str | None]:
@@ -140,7 +140,39 @@ def read_batches(
     name_offset = first_offset_from_name(source) if start_position == 0 else None
     return iter(_ext.Decoder(stream, source, name_offset, start_position, max_batch_size, resync_window,
                              decode_values, snapshot, None if records_for is None else sorted(records_for),
-                             decompressed_limit))
+                             decompressed_limit, False))
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRun:
+    """Consecutive batches of one file that keep no record of `records_for`, whose CRC matches and whose record
+    count is their header's span of offsets, with no problem before any of them: the header numbers the replayer
+    needs of each (`replayer._LogCopies.add_run`), in file order, instead of a `Batch` each."""
+
+    source: str
+    positions: list[int]
+    sizes: list[int]
+    base_offsets: list[int]
+    last_offsets: list[int]
+    epochs: list[int]
+    times: list[int]  # append times (the header's max timestamp)
+
+
+def read_batches_in_runs(
+    stream: BinaryIO,
+    source: str,
+    *,
+    max_batch_size: int,
+    resync_window: int,
+    records_for: frozenset[int],
+    decompressed_limit: int,
+) -> Iterator[Batch | Problem | BatchRun]:
+    """The items of `read_batches(..., records_for=...)` of a log segment, with the batches that keep no record
+    together as `BatchRun`s (at most 1,024 each); everything in file order. Requires `enabled()`."""
+    name_offset = first_offset_from_name(source)
+    for item in _ext.Decoder(stream, source, name_offset, 0, max_batch_size, resync_window, True, False,
+                             sorted(records_for), decompressed_limit, True):
+        yield BatchRun(source, *item) if isinstance(item, tuple) else item
 
 
 def record_extras(records: list[Record]) -> list[tuple[str | None, bytes | None]] | None:

@@ -46,6 +46,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import accumulate
 from typing import BinaryIO, NamedTuple, overload
 
 from . import anomaly_text as msg
@@ -57,6 +58,7 @@ from .model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from .model import END_TRANSACTION_RECORD as TXN_END
 from .model import REMOVE_ACL_ENTRY_RECORD as ACL_REMOVE
 from .model import Batch, BatchHeader, Problem, ProblemKind, Record
+from .native import BatchRun
 from .schemas import METADATA_SCHEMAS
 
 _RELEVANT = frozenset({ACL_ENTRY, ACL_REMOVE, TXN_BEGIN, TXN_END, TXN_ABORT})
@@ -555,6 +557,51 @@ class _LogCopies:
             self.sources.append(path)
         return source
 
+    def add_plain(self, position: int, size: int, base: int, last: int, epoch: int, time: int, source: str,
+                  text: bool, high_watermark: int | None) -> int | None:
+        """A plain batch (its records are the offsets base..last): on the last row when it continues that row's
+        span, else a row of its own; its row, or None when all of it lies at or above the high watermark."""
+        kept = last if high_watermark is None else min(last, high_watermark - 1)
+        if kept < base:
+            return None
+        row = self.extend_span(position, size, base, last, epoch, time, source) if kept == last and not text else None
+        if row is None:
+            row = self._append(base, kept, last, epoch, time, position, size, self._source_id(source), text,
+                               len(self.first) << _RANK_SHIFT)
+        return row
+
+    def add_run(self, run: BatchRun, high_watermark: int | None) -> None:
+        """The batches of a run (`native.BatchRun`: plain, without a kept record, each following the one before in
+        its file, offsets and epoch) as `add_plain` adds them one by one, but many at a time where they go on the
+        last row's span."""
+        positions, sizes, lasts, times = run.positions, run.sizes, run.last_offsets, run.times
+        ends = list(accumulate(sizes))  # the run's bytes up to the end of each batch
+        count = len(positions)
+        # from `below` on, batches reach the high watermark: one at a time (cut, or left out)
+        below = count if high_watermark is None else bisect.bisect_left(lasts, high_watermark)
+        i = 0
+        while i < count:
+            taken = self._extend_span_by(run, i, below, ends) if i < below else i
+            if taken == i:
+                self.add_plain(positions[i], sizes[i], run.base_offsets[i], lasts[i], run.epochs[i], times[i],
+                               run.source, False, high_watermark)
+                taken = i + 1
+            i = taken
+
+    def _extend_span_by(self, run: BatchRun, i: int, end: int, ends: list[int]) -> int:
+        """Put batches `i`.. (before `end`) of a run on the last row's span, as many as fit in `SPAN_BYTES`; the
+        index of the first batch not taken."""
+        n = len(self.first) - 1
+        tail = self._continued(n, run.positions[i], run.base_offsets[i], run.epochs[i], run.source)
+        if tail is None:
+            return i
+        before = ends[i - 1] if i else 0
+        k = bisect.bisect_right(ends, before + SPAN_BYTES - self.size[n], i, end)  # batches i..k-1 fit
+        if k > i:
+            self._grow(n, tail, run.positions[k - 1] + run.sizes[k - 1], run.last_offsets[k - 1],
+                       ends[k - 1] - before, run.times[k - 1], min(run.times[i:k]), k - i)
+        return k
+
     def add(self, batch: Batch, first: int, last: int, text: bool) -> int:
         h = batch.header
         return self._append(first, last, h.last_offset, h.partition_leader_epoch, batch.append_time, h.position,
@@ -577,30 +624,37 @@ class _LogCopies:
         self.text.append(text)
         return len(self.first) - 1
 
-    def extend_span(self, batch: Batch) -> int | None:
+    def extend_span(self, position: int, size: int, base: int, last: int, epoch: int, time: int,
+                    source: str) -> int | None:
         """Add a whole binary batch to the last row when it continues that row's span; its row, else None."""
         n = len(self.first) - 1
-        h = batch.header
-        tail = self._tail
-        if (tail is None or tail[0] != n or tail[1] != h.position or tail[2] != h.base_offset
-                or tail[3] != h.partition_leader_epoch or tail[4] != batch.source):
-            tail = self._tail = self._tail_of(n)
-            if (tail is None or tail[1] != h.position or tail[2] != h.base_offset
-                    or tail[3] != h.partition_leader_epoch or tail[4] != batch.source):
-                return None
-        size = self.size[n] + h.size
-        if size > SPAN_BYTES:
+        tail = self._continued(n, position, base, epoch, source)
+        if tail is None or self.size[n] + size > SPAN_BYTES:
             return None
-        last = h.last_offset
-        self.last[n] = self.batch_last[n] = last
-        self.size[n] = size
-        time = h.max_timestamp
-        self.time[n] = time
-        if time < self.min_time[n]:
-            self.min_time[n] = time
-        self.batches[n] += 1
-        self._tail = (n, h.position + h.size, last + 1, tail[3], tail[4])
+        self._grow(n, tail, position + size, last, size, time, time, 1)
         return n
+
+    def _continued(self, n: int, position: int, base: int, epoch: int, source: str
+                   ) -> tuple[int, int, int, int, str] | None:
+        """Row `n`'s `_tail` when a batch at this position, offset, epoch and file goes on its span, else None."""
+        tail = self._tail
+        if (tail is None or tail[0] != n or tail[1] != position or tail[2] != base or tail[3] != epoch
+                or tail[4] != source):
+            tail = self._tail = self._tail_of(n)
+            if tail is None or tail[1] != position or tail[2] != base or tail[3] != epoch or tail[4] != source:
+                return None
+        return tail
+
+    def _grow(self, n: int, tail: tuple[int, int, int, int, str], end: int, last: int, size: int, time: int,
+              min_time: int, batches: int) -> None:
+        """Row `n`'s span goes on by `batches` batches of `size` bytes, ending at byte `end` and offset `last`."""
+        self.last[n] = self.batch_last[n] = last
+        self.size[n] += size
+        self.time[n] = time
+        if min_time < self.min_time[n]:
+            self.min_time[n] = min_time
+        self.batches[n] += batches
+        self._tail = (n, end, last + 1, tail[3], tail[4])
 
     def _tail_of(self, n: int) -> tuple[int, int, int, int, str] | None:
         """What a batch must match to continue row `n`'s span: (row, byte position, base offset, epoch, file)."""
@@ -818,7 +872,7 @@ class Replayer:
         self._anomalies: list[Problem] = []
 
     # ---- input -------------------------------------------------------------------------------------------
-    def add_log(self, items: Iterable[Batch | Problem], text: bool = False, *, from_file: bool = False,
+    def add_log(self, items: Iterable[Batch | Problem | BatchRun], text: bool = False, *, from_file: bool = False,
                 records_for: frozenset[int] | None = None) -> None:
         """Log batches in any order, from any number of dumps; problems are passed through to the anomalies.
 
@@ -827,7 +881,8 @@ class Replayer:
         be read again when another copy overlaps it instead of being kept. `records_for`: the batches were decoded
         with `batch.read_file(..., records_for=...)` (it must hold the ACL and transaction types; needs
         `from_file`): they hold only the records of these types, and the offsets of the others are known from the
-        header (`_plain_selection`; a batch it cannot vouch for is read again whole).
+        header (`_plain_selection`; a batch it cannot vouch for is read again whole). With `records_for`, the
+        batches that keep no record may come together as `native.BatchRun`s (`batch.read_log_file_in_runs`).
         """
         if records_for is not None and not (from_file and records_for >= _RELEVANT):
             raise ValueError("records_for needs from_file and must hold the ACL and transaction record types")
@@ -836,6 +891,12 @@ class Replayer:
             if isinstance(item, Problem):
                 self._anomalies.append(item)
                 problem_at = (item.file, item.position)
+                continue
+            if isinstance(item, BatchRun):  # plain batches without records, no problem before any of them
+                if records_for is None:
+                    raise ValueError("batch runs come from reading with records_for")
+                self._copies.add_run(item, self.high_watermark)
+                problem_at = None
                 continue
             header = item.header
             here = problem_at == (item.source, header.position)
@@ -865,15 +926,12 @@ class Replayer:
 
     def _add_plain(self, batch: Batch, text: bool) -> None:
         h = batch.header
-        last = h.last_offset if self.high_watermark is None else min(h.last_offset, self.high_watermark - 1)
-        if last < h.base_offset:
-            return
         c = self._copies
-        row = c.extend_span(batch) if last == h.last_offset and not text else None
-        if row is None:
-            row = c.add(batch, h.base_offset, last, text)
-        if not batch.records:
+        row = c.add_plain(h.position, h.size, h.base_offset, h.last_offset, h.partition_leader_epoch,
+                          batch.append_time, batch.source, text, self.high_watermark)
+        if row is None or not batch.records:
             return
+        last = h.last_offset if self.high_watermark is None else min(h.last_offset, self.high_watermark - 1)
         time = batch.append_time
         relevant = [_Kept(_slim(r, c.bindings), time, h.position, h.last_offset) for r in batch.records
                     if r.offset <= last and _is_relevant(r)]

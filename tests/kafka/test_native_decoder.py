@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import io
+import itertools
 import os
 import random
 import shutil
@@ -25,11 +26,12 @@ from typing import Any
 import pytest
 
 from replay.kafka import batch as batch_module
-from replay.kafka import dumplog, native, writer
+from replay.kafka import codecs, dumplog, native, writer
 from replay.kafka.acl import AclBinding
 from replay.kafka.batch import DecodeError
 from replay.kafka.message import UNKNOWN_TAGS_KEY
 from replay.kafka.model import Batch, Problem
+from replay.kafka.replayer import NEEDED_RECORDS
 from replay.kafka.schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Field, Struct, uuid_text
 from replay.kafka.secrets import MAY_HOLD_SECRETS
 
@@ -186,9 +188,51 @@ def assert_same_dump_log(data: bytes, source: str = SEGMENT, variants: tuple[str
                 kafka_keys=dumplog.KAFKA_43_API_KEYS))
 
 
+def assert_same_runs(data: bytes, source: str = SEGMENT) -> int:
+    """The replayer's reading of a segment (`native.read_batches_in_runs`, with `NEEDED_RECORDS`) against the
+    reference's items: each batch of a run is one the reference gives without records, its CRC matching, its
+    record count its offsets' span, not right after a problem, and following the batch before it in the run (file
+    position, offsets, epoch); every other item is the reference's. Returns how many batches came in runs."""
+    ref = _items(data, source, True, records_for=NEEDED_RECORDS)
+    if isinstance(ref, DecodeError):
+        return 0
+    with _pure(False):
+        items = native.read_batches_in_runs(io.BytesIO(data), source, max_batch_size=batch_module.DEFAULT_MAX_BATCH_SIZE,
+                                            resync_window=batch_module.RESYNC_WINDOW, records_for=NEEDED_RECORDS,
+                                            decompressed_limit=codecs.DEFAULT_LIMIT)
+        got = list(batch_module._finished(items, source, False, NEEDED_RECORDS, False))
+    expanded: list[Any] = []
+    for item in got:
+        if not isinstance(item, native.BatchRun):
+            expanded.append(item)
+            continue
+        run = list(zip(item.positions, item.sizes, item.base_offsets, item.last_offsets, item.epochs, item.times,
+                       strict=True))
+        assert run and item.source == source
+        for before, after in itertools.pairwise(run):
+            assert after[0] == before[0] + before[1] and after[2] == before[3] + 1 and after[4] == before[4]
+        expanded += [("run", *batch) for batch in run]
+    expected: list[Any] = []
+    after_problem = False
+    for item in ref:
+        h = item.header if isinstance(item, Batch) else None
+        if (isinstance(item, Batch) and h is not None and not item.records and h.crc_ok and not after_problem
+                and h.records_count == h.last_offset_delta + 1):
+            expected.append(("run", h.position, h.size, h.base_offset, h.last_offset, h.partition_leader_epoch,
+                             h.max_timestamp))
+        else:
+            expected.append(item)
+        after_problem = isinstance(item, Problem)
+    assert len(expanded) == len(expected)
+    for i, (x, y) in enumerate(zip(expected, expanded, strict=True)):
+        assert _same(x, y), f"item {i} of {len(expected)} differs:\npython {x!r}\nnative {y!r}"
+    return sum(1 for x in expanded if isinstance(x, tuple))
+
+
 def assert_same_all_ways(data: bytes, source: str = SEGMENT, rng: random.Random | None = None) -> None:
     assert_same_extras(assert_same(data, source))
     assert_same_rows(data, source)
+    assert_same_runs(data, source)
     if source:
         assert_same_dump_log(data, source, variants=("4.3",) if rng is not None else ("4.3", "4.1"))
     assert_same(data, source, snapshot=True)
@@ -489,6 +533,7 @@ def test_fuzzed_corpus() -> None:
             assert_same(data, name, snapshot=name.endswith(".checkpoint"))
     for _ in range(600):
         data = broken_values(rng)
+        assert_same_runs(data)
         assert_same_extras(assert_same(data))
         assert_same_rows(data)
         assert_same(data, records_for=frozenset(rng.sample(range(30), 3)))
@@ -598,3 +643,24 @@ def test_dump_log_lines_come_from_the_extension_except_where_python_must_print_t
     # 4.3 reports the start at -1 too, and lists the jumps by the earlier offset
     assert [line for line in stderr if "is followed by" in line] == [
         "  -1 is followed by 42", "  44 is followed by 61", "  47 is followed by 60", "  60 is followed by 42"]
+
+
+def test_the_replayer_reads_plain_batches_in_runs() -> None:
+    """A segment's NoOp and cluster batches come as runs, broken where a batch keeps a record (an ACL, a
+    transaction marker), follows a problem, fails its CRC, or does not follow the one before (an epoch change)."""
+    acl = writer.acl_record("AAAAAAAAAAAAAAAAAAAAAA", AclBinding.of("TOPIC", "pay", "LITERAL", "User:a", "*",
+                                                                  "READ", "ALLOW"))
+    noops = b"".join(writer.encode_batch(i, [writer.noop()], 1, 1000 + i) for i in range(5))
+    data = (noops + writer.encode_batch(5, [acl], 1, 1005)
+            + b"".join(writer.encode_batch(6 + i, [writer.noop()], 2, 1006 + i) for i in range(3))
+            + writer.corrupt_crc(writer.encode_batch(9, [writer.noop()], 2, 1009))
+            + writer.encode_batch(10, [writer.feature_level("x", 1)], 3, 1010)
+            + writer.encode_batch(11, [writer.noop()], 3, 1011))
+    assert assert_same_runs(data) == 5 + 3 + 2
+    with _pure(False):
+        items = list(native.read_batches_in_runs(io.BytesIO(data), SEGMENT, records_for=NEEDED_RECORDS,
+                                                 max_batch_size=batch_module.DEFAULT_MAX_BATCH_SIZE,
+                                                 resync_window=batch_module.RESYNC_WINDOW,
+                                                 decompressed_limit=codecs.DEFAULT_LIMIT))
+    kinds = [type(i).__name__ if not isinstance(i, native.BatchRun) else f"run{len(i.positions)}" for i in items]
+    assert kinds == ["run5", "Batch", "run3", "Problem", "Batch", "run2"]

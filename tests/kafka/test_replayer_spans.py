@@ -7,14 +7,16 @@ points) and without spans (a row per batch): every output must be the same, and 
 
 from __future__ import annotations
 
+import glob
 import os
+import random
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replay.kafka import replayer, synth
+from replay.kafka import batch, native, replayer, synth
 from replay.kafka.dump import replay_paths
 from tests.histories import CUTS, STEPS
 
@@ -131,3 +133,43 @@ def test_time_lookups_through_spans_match_the_merged_index(tmp_path_factory: Any
         assert index.time_of(offset) == truth.time_of(offset), offset
     for t in range(-1, 47):
         assert index.offset_at_time(t) == truth.offset_at_time(t), t
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_batches_read_in_runs_change_no_answer(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """With the compiled decoder, `needed_only` reads hand the replayer runs of plain batches (`native.BatchRun`),
+    put on spans many at a time: every output is the one of the pure-Python decoder's batches, one at a time, with
+    spans of every size, a high watermark inside the log, and overlapping dumps."""
+    if not native.enabled():
+        pytest.skip("the compiled decoder is not in use here (tests/kafka/test_native_decoder.py says why)")
+    rng = random.Random(seed)
+    steps: list[tuple[object, ...]] = []
+    for i in range(400):  # mostly NoOp batches, as a controller writes them, with ACL batches and transactions
+        roll = rng.random()
+        steps += ([("create", i)] if roll < 0.1 else [("delete", i)] if roll < 0.15
+                  else [("begin",), ("create", i), ("new_batch",), ("end",)] if roll < 0.17
+                  else [("new_leader",)] if roll < 0.18 else [("noop",)])
+        steps.append(("new_batch",))
+    log = synth.log_from_steps(steps, seed=seed, valid=True)
+    log = synth.SynthLog([synth.SynthBatch(b.base_offset, b.records, b.epoch, b.time - 1700 * (i % 3), b.control)
+                          for i, b in enumerate(log.batches)])  # append times that do not always grow
+    one, other = str(tmp_path / "one"), str(tmp_path / "other")
+    synth.write_dump(log, one, synth.Layout(segment_every=40, snapshot_at=synth.quiet_snapshot_ends(log, [30])))
+    synth.write_dump(log, other, synth.Layout(segment_every=13, drop_segments=(1,)))
+    runs = [i for f in glob.glob(f"{one}/**/*.log", recursive=True)
+            for i in batch.read_log_file_in_runs(f, False, replayer.NEEDED_RECORDS) if isinstance(i, native.BatchRun)]
+    assert sum(len(r.positions) for r in runs) > 200, "most batches come in runs"
+    try:
+        for span_bytes in (replayer.SPAN_BYTES, 1500, 150):
+            for hw in (None, log.end_offset // 2):
+                for paths in ([one], [one, other]):
+                    monkeypatch.setenv(native.PURE_PYTHON_ENV, "0")
+                    native.refresh()
+                    in_runs = _replay(span_bytes, paths, True, hw)
+                    monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
+                    native.refresh()
+                    reference = _replay(span_bytes, paths, True, hw)
+                    _same(in_runs, reference)
+    finally:
+        monkeypatch.undo()
+        native.refresh()
