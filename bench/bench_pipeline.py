@@ -482,7 +482,7 @@ def plot(results: list[dict[str, Any]], path: Path, title: str) -> None:
                 continue
             ys = [r[key] for r in rows]
             name = f"{label} ({codec})" if len(codecs) > 1 else label
-            last = f"{ys[-1]:,.1f} s at {realistic_log.count_label(xs[-1])}"
+            last = f"{ys[-1]:,.1f} s at {realistic_log.count_label(round(xs[-1], -3))}"
             ax.plot(xs, ys, style, marker="o", color=colour, label=f"{name}: {last}")
     ax.set_xscale("log")
     ax.set_yscale("log")
