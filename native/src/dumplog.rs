@@ -10,7 +10,7 @@ use std::fmt::Write;
 use crate::decode::{RBatch, Rec};
 use crate::rows::{config_is_secret, CONFIG_API_KEY, SCRAM_API_KEY};
 use crate::schema::HashSet;
-use crate::State;
+use crate::{Gather, SecretConfigs, State, Taken};
 
 const INT_MAX: i128 = i32::MAX as i128;
 
@@ -185,5 +185,43 @@ impl Chunk {
         }
         let gaps = PyList::new(py, c.gaps)?;
         Ok((c.text, c.first, c.last, gaps, c.bytes).into_pyobject(py)?.into_any().unbind())
+    }
+}
+
+/// `DumpLogDecoder`'s gatherer: the batches `render_batch` prints, consecutive ones in one chunk of at most about
+/// `max_bytes` of text; a batch right after a problem is a chunk of its own (the renderer acts on a batch's
+/// problems once its lines are out).
+pub struct Printed {
+    style: Style,
+    chunk: Chunk,
+    max_bytes: usize,
+    secrets: SecretConfigs,
+}
+
+impl Printed {
+    pub fn new(style: Style, max_bytes: usize, secrets: SecretConfigs) -> Printed {
+        Printed { style, chunk: Chunk::default(), max_bytes, secrets }
+    }
+}
+
+impl Gather for Printed {
+    fn gather(&mut self, py: Python<'_>, st: &State, b: &RBatch, after_problem: bool) -> PyResult<Taken> {
+        let secrets = &mut self.secrets;
+        let mut secret = |name: &str| secrets.is_secret(py, name);
+        if !self.chunk.add(b, st, &self.style, &mut secret) {
+            return Ok(Taken::No);
+        }
+        if after_problem || self.chunk.text.len() >= self.max_bytes {
+            return Ok(Taken::Out(self.chunk.take(py)?));
+        }
+        Ok(Taken::Yes)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.chunk.batches == 0
+    }
+
+    fn take(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.chunk.take(py)
     }
 }

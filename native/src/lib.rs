@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyByteArray, PyBytes, PyString, PyType};
 
-use decode::{Ctx, Fallback, Framer, Input, Item, Raw, Source, Structure};
+use decode::{Ctx, Fallback, Framer, Input, Item, RBatch, Raw, Source, Structure};
 use pyout::{PyOut, SlotClass};
 use schema::{ControlSchema, FieldDef, HashMap, HashSet, Kind, MetaSchema, Schemas, StructDef, Versions};
 
@@ -296,10 +296,7 @@ struct Decoder {
     engine: Engine,
     source: Py<PyString>,
     failed: bool,
-    runs: bool,
-    run: runs::Run,
-    waiting: Option<PyObject>,
-    after_problem: bool,
+    order: InOrder<runs::Runs>,
 }
 
 /// The api keys of `records_for` as the frame's unsigned numbers (a negative key names no record).
@@ -342,10 +339,7 @@ impl Decoder {
             ),
             source: PyString::new(py, source).unbind(),
             failed: false,
-            runs,
-            run: runs::Run::default(),
-            waiting: None,
-            after_problem: false,
+            order: InOrder::new(runs::Runs::new(runs)),
         })
     }
 
@@ -356,44 +350,82 @@ impl Decoder {
     /// A panic (a bug here) becomes a `RuntimeError`, which callers catch as they catch the reference's bugs (the
     /// ingest reports the file as unreadable from that point); the decoder then ends.
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        if let Some(obj) = self.waiting.take() {
-            return Ok(Some(obj));
-        }
-        if self.failed {
-            return Ok(None);
-        }
-        let st = state(py)?;
-        let (engine, source, run, waiting) = (&mut self.engine, &self.source, &mut self.run, &mut self.waiting);
-        let (runs, after_problem) = (self.runs, &mut self.after_problem);
-        guarded(&mut self.failed, || loop {
-            let item = match engine.next_item(py, st)? {
-                None if run.len() > 0 => return Ok(Some(run.take(py)?)),
-                None => return Ok(None),
-                Some(item) => item,
-            };
-            if let Item::Batch(b) = &item {
-                if runs && !*after_problem && runs::Run::takes(b) {
-                    if !run.continues(b) {
-                        let out = run.take(py)?;
-                        run.add(b);
-                        return Ok(Some(out));
-                    }
-                    run.add(b);
-                    if run.len() >= runs::MAX_RUN {
-                        return Ok(Some(run.take(py)?));
-                    }
-                    continue;
+        let (engine, source, order) = (&mut self.engine, &self.source, &mut self.order);
+        next_in_order(py, engine, source, order, &mut self.failed)
+    }
+}
+
+/// What a decoder gathers some batches into, to hand them to Python together (`runs::Runs`,
+/// `dumplog::Printed`).
+pub trait Gather {
+    /// Take `b` (`Taken::Yes`, or `Taken::Out` with what is to be handed out now), or leave it to be handed out as
+    /// a `Batch` (`Taken::No`). `after_problem`: the item before `b` was a problem.
+    fn gather(&mut self, py: Python<'_>, st: &State, b: &RBatch, after_problem: bool) -> PyResult<Taken>;
+    fn is_empty(&self) -> bool;
+    /// What was gathered, as one Python object, and a fresh start.
+    fn take(&mut self, py: Python<'_>) -> PyResult<PyObject>;
+}
+
+pub enum Taken {
+    No,
+    Yes,
+    Out(PyObject),
+}
+
+/// A gatherer and what keeps its decoder's items in file order: the object that came after a gathered stretch
+/// waits for the stretch to be handed out first.
+struct InOrder<G: Gather> {
+    gathered: G,
+    waiting: Option<PyObject>,
+    after_problem: bool,
+}
+
+impl<G: Gather> InOrder<G> {
+    fn new(gathered: G) -> InOrder<G> {
+        InOrder { gathered, waiting: None, after_problem: false }
+    }
+}
+
+/// The next item of a decoder that gathers batches (`Gather`), in file order; a panic (a bug here) becomes a
+/// `RuntimeError`, which callers catch as they catch the reference's bugs, and the decoder then ends.
+fn next_in_order<G: Gather>(
+    py: Python<'_>,
+    engine: &mut Engine,
+    source: &Py<PyString>,
+    order: &mut InOrder<G>,
+    failed: &mut bool,
+) -> PyResult<Option<PyObject>> {
+    if let Some(obj) = order.waiting.take() {
+        return Ok(Some(obj));
+    }
+    if *failed {
+        return Ok(None);
+    }
+    let st = state(py)?;
+    guarded(failed, || loop {
+        let item = match engine.next_item(py, st)? {
+            None if !order.gathered.is_empty() => return Ok(Some(order.gathered.take(py)?)),
+            None => return Ok(None),
+            Some(item) => item,
+        };
+        if let Item::Batch(b) = &item {
+            match order.gathered.gather(py, st, b, order.after_problem)? {
+                Taken::No => {}
+                Taken::Yes => continue,
+                Taken::Out(obj) => {
+                    order.after_problem = false;
+                    return Ok(Some(obj));
                 }
             }
-            *after_problem = matches!(item, Item::Problem(_));
-            let obj = item_object(py, st, item, source)?;
-            if run.len() > 0 {
-                *waiting = Some(obj);
-                return Ok(Some(run.take(py)?));
-            }
-            return Ok(Some(obj));
-        })
-    }
+        }
+        order.after_problem = matches!(item, Item::Problem(_));
+        let obj = item_object(py, st, item, source)?;
+        if !order.gathered.is_empty() {
+            order.waiting = Some(obj);
+            return Ok(Some(order.gathered.take(py)?));
+        }
+        return Ok(Some(obj));
+    })
 }
 
 fn item_object(py: Python<'_>, st: &State, item: Item, source: &Py<PyString>) -> PyResult<PyObject> {
@@ -522,7 +554,7 @@ impl RowDecoder {
 }
 
 /// `secrets.is_secret_config`, asked once per config name; without it (secrets shown) nothing is secret.
-struct SecretConfigs {
+pub struct SecretConfigs {
     asker: Option<PyObject>,
     known: HashMap<String, bool>,
 }
@@ -532,7 +564,7 @@ impl SecretConfigs {
         SecretConfigs { asker, known: HashMap::default() }
     }
 
-    fn is_secret(&mut self, py: Python<'_>, name: &str) -> bool {
+    pub fn is_secret(&mut self, py: Python<'_>, name: &str) -> bool {
         let Some(ask) = &self.asker else { return false };
         if let Some(answer) = self.known.get(name) {
             return *answer;
@@ -553,12 +585,7 @@ struct DumpLogDecoder {
     engine: Engine,
     source: Py<PyString>,
     failed: bool,
-    style: dumplog::Style,
-    chunk: dumplog::Chunk,
-    max_bytes: usize,
-    secrets: SecretConfigs,
-    waiting: Option<PyObject>,
-    after_problem: bool,
+    order: InOrder<dumplog::Printed>,
 }
 
 #[pymethods]
@@ -600,18 +627,17 @@ impl DumpLogDecoder {
             ),
             source: PyString::new(py, source).unbind(),
             failed: false,
-            style: dumplog::Style {
-                skip_record_metadata,
-                bare_prefix,
-                gap_from_minus_one,
-                kafka_keys: kafka_keys.into_iter().collect(),
-                show_secrets,
-            },
-            chunk: dumplog::Chunk::default(),
-            max_bytes,
-            secrets: SecretConfigs::new(secret_config),
-            waiting: None,
-            after_problem: false,
+            order: InOrder::new(dumplog::Printed::new(
+                dumplog::Style {
+                    skip_record_metadata,
+                    bare_prefix,
+                    gap_from_minus_one,
+                    kafka_keys: kafka_keys.into_iter().collect(),
+                    show_secrets,
+                },
+                max_bytes,
+                SecretConfigs::new(secret_config),
+            )),
         })
     }
 
@@ -620,40 +646,8 @@ impl DumpLogDecoder {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        if let Some(obj) = self.waiting.take() {
-            return Ok(Some(obj));
-        }
-        if self.failed {
-            return Ok(None);
-        }
-        let st = state(py)?;
-        let (engine, source, chunk, style) = (&mut self.engine, &self.source, &mut self.chunk, &self.style);
-        let (waiting, after_problem, max_bytes) = (&mut self.waiting, &mut self.after_problem, self.max_bytes);
-        let secrets = &mut self.secrets;
-        let mut secret = |name: &str| secrets.is_secret(py, name);
-        guarded(&mut self.failed, || loop {
-            let item = match engine.next_item(py, st)? {
-                None if chunk.batches > 0 => return Ok(Some(chunk.take(py)?)),
-                None => return Ok(None),
-                Some(item) => item,
-            };
-            if let Item::Batch(b) = &item {
-                if chunk.add(b, st, style, &mut secret) {
-                    if *after_problem || chunk.text.len() >= max_bytes {
-                        *after_problem = false;
-                        return Ok(Some(chunk.take(py)?));
-                    }
-                    continue;
-                }
-            }
-            *after_problem = matches!(item, Item::Problem(_));
-            let obj = item_object(py, st, item, source)?;
-            if chunk.batches > 0 {
-                *waiting = Some(obj);
-                return Ok(Some(chunk.take(py)?));
-            }
-            return Ok(Some(obj));
-        })
+        let (engine, source, order) = (&mut self.engine, &self.source, &mut self.order);
+        next_in_order(py, engine, source, order, &mut self.failed)
     }
 }
 

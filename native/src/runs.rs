@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::decode::RBatch;
+use crate::{Gather, State, Taken};
 
 /// At most this many batches in one run: a run's lists take about 300 bytes a batch in Python, so this bounds
 /// what reading a segment holds at once (`tests/kafka/test_replayer_memory.py`).
@@ -68,5 +69,44 @@ impl Run {
             PyList::new(py, r.times)?,
         );
         Ok(columns.into_pyobject(py)?.into_any().unbind())
+    }
+}
+
+/// `Decoder`'s gatherer: runs of the batches `Run::takes` (when asked for), broken where a batch does not continue
+/// the run and at `MAX_RUN` batches.
+pub struct Runs {
+    enabled: bool,
+    run: Run,
+}
+
+impl Runs {
+    pub fn new(enabled: bool) -> Runs {
+        Runs { enabled, run: Run::default() }
+    }
+}
+
+impl Gather for Runs {
+    fn gather(&mut self, py: Python<'_>, _st: &State, b: &RBatch, after_problem: bool) -> PyResult<Taken> {
+        if !self.enabled || after_problem || !Run::takes(b) {
+            return Ok(Taken::No);
+        }
+        if !self.run.continues(b) {
+            let out = self.run.take(py)?;
+            self.run.add(b);
+            return Ok(Taken::Out(out));
+        }
+        self.run.add(b);
+        if self.run.len() >= MAX_RUN {
+            return Ok(Taken::Out(self.run.take(py)?));
+        }
+        Ok(Taken::Yes)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.run.len() == 0
+    }
+
+    fn take(&mut self, py: Python<'_>) -> PyResult<PyObject> {
+        self.run.take(py)
     }
 }
