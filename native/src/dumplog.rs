@@ -69,7 +69,13 @@ fn payload(st: &State, style: &Style, r: &Rec, secret: &mut dyn FnMut(&str) -> b
 
 /// Appends the lines of `b` (each ending in a newline) to `out`, or leaves `out` as it was and returns false when
 /// a record needs Python.
-pub fn render_batch(b: &RBatch, st: &State, style: &Style, secret: &mut dyn FnMut(&str) -> bool, out: &mut String) -> bool {
+pub fn render_batch(
+    b: &RBatch,
+    st: &State,
+    style: &Style,
+    secret: &mut dyn FnMut(&str) -> bool,
+    out: &mut String,
+) -> bool {
     let h = &b.header;
     if h.is_control() || h.magic != 2 {
         return false;
@@ -82,11 +88,8 @@ pub fn render_batch(b: &RBatch, st: &State, style: &Style, secret: &mut dyn FnMu
         }
     }
     let time_type = if h.attributes & 0x08 != 0 { "LogAppendTime" } else { "CreateTime" };
-    let last_sequence = if h.base_sequence == -1 {
-        -1
-    } else {
-        (h.base_sequence as i64 + h.last_offset_delta as i64) & 0x7FFF_FFFF
-    };
+    let last_sequence =
+        if h.base_sequence == -1 { -1 } else { (h.base_sequence as i64 + h.last_offset_delta as i64) & 0x7FFF_FFFF };
     let horizon = if h.attributes & 0x40 != 0 {
         format!("OptionalLong[{}]", h.base_timestamp)
     } else {

@@ -29,12 +29,16 @@ impl Run {
         self.positions.len()
     }
 
-    /// Whether `b` can go into a run: no record kept, its CRC matches and its record count is its header's span
-    /// of offsets (what `replayer._plain_selection` requires of a batch without records; the caller also keeps a
-    /// batch that follows a problem out, as the problem may be about it).
+    /// Whether `b` can go into a run: no record kept, its CRC matches and its record count, at least one, is its
+    /// header's span of offsets (what `replayer._plain_selection` requires of a batch without records; a batch of
+    /// no record, which no row holds, stays out; the caller also keeps a batch that follows a problem out, as the
+    /// problem may be about it).
     pub fn takes(b: &RBatch) -> bool {
         let h = &b.header;
-        b.records.is_empty() && h.crc_ok && h.records_count as i64 == h.last_offset_delta as i64 + 1
+        b.records.is_empty()
+            && h.crc_ok
+            && h.records_count > 0
+            && h.records_count as i64 == h.last_offset_delta as i64 + 1
     }
 
     pub fn add(&mut self, b: &RBatch) {

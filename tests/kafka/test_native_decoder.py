@@ -217,7 +217,7 @@ def assert_same_runs(data: bytes, source: str = SEGMENT) -> int:
     for item in ref:
         h = item.header if isinstance(item, Batch) else None
         if (isinstance(item, Batch) and h is not None and not item.records and h.crc_ok and not after_problem
-                and h.records_count == h.last_offset_delta + 1):
+                and h.records_count == h.last_offset_delta + 1 > 0):
             expected.append(("run", h.position, h.size, h.base_offset, h.last_offset, h.partition_leader_epoch,
                              h.max_timestamp))
         else:
@@ -657,6 +657,8 @@ def test_the_replayer_reads_plain_batches_in_runs() -> None:
             + writer.encode_batch(10, [writer.feature_level("x", 1)], 3, 1010)
             + writer.encode_batch(11, [writer.noop()], 3, 1011))
     assert assert_same_runs(data) == 5 + 3 + 2
+    empty = writer.assemble_batch(12, b"", 0, -1)  # no record at all: no row holds it, so no run either
+    assert assert_same_runs(data + empty + writer.encode_batch(12, [writer.noop()], 3, 1012)) == 5 + 3 + 2 + 1
     with _pure(False):
         items = list(native.read_batches_in_runs(io.BytesIO(data), SEGMENT, records_for=NEEDED_RECORDS,
                                                  max_batch_size=batch_module.DEFAULT_MAX_BATCH_SIZE,

@@ -173,3 +173,35 @@ def test_batches_read_in_runs_change_no_answer(tmp_path: Any, monkeypatch: pytes
     finally:
         monkeypatch.undo()
         native.refresh()
+
+
+def test_runs_around_odd_batches_change_no_answer(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs broken by a batch of no record, a batch whose CRC fails, an epoch change and an ACL batch replay as the
+    pure-Python decoder's batches do, one at a time."""
+    if not native.enabled():
+        pytest.skip("the compiled decoder is not in use here (tests/kafka/test_native_decoder.py says why)")
+    from replay.kafka import files, writer
+    from replay.kafka.acl import AclBinding
+
+    def noops(first: int, n: int, epoch: int) -> bytes:
+        return b"".join(writer.encode_batch(first + i, [writer.noop()], epoch, 1000 + first + i) for i in range(n))
+
+    acl = writer.acl_record("AAAAAAAAAAAAAAAAAAAAAA", AclBinding.of("TOPIC", "t", "LITERAL", "User:a", "*", "READ",
+                                                                  "ALLOW"))
+    data = (noops(0, 20, 1) + writer.assemble_batch(20, b"", 0, -1, epoch=1) + noops(20, 10, 1)
+            + writer.corrupt_crc(writer.encode_batch(30, [writer.noop()], 1, 1030)) + noops(31, 10, 1)
+            + noops(41, 10, 2) + writer.encode_batch(51, [acl], 2, 1051) + noops(52, 30, 2))
+    part = tmp_path / files.METADATA_PARTITION_DIR
+    part.mkdir()
+    (part / files.segment_name(0)).write_bytes(data)
+    try:
+        for hw in (None, 25, 45, 60):
+            monkeypatch.setenv(native.PURE_PYTHON_ENV, "0")
+            native.refresh()
+            in_runs = _replay(400, [str(tmp_path)], True, hw)
+            monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
+            native.refresh()
+            _same(in_runs, _replay(400, [str(tmp_path)], True, hw))
+    finally:
+        monkeypatch.undo()
+        native.refresh()
