@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from replay.spark.session import QUICK_JVM_OPTIONS
+from replay.spark.session import QUICK_JVM_OPTIONS, STATUS_RETENTION
 
 SPARK_TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -24,6 +24,7 @@ SPARK_TEST_CONF = {
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
     "kraft.replay.bucketOffsets": "16",  # tiny offset ranges, so that every running value is carried across them
+    **STATUS_RETENTION,  # what `get_spark` gives its sessions, for the Connect servers and children started here too
 }
 
 # The suite's two long-lived sessions hold about 1 GB live after an hour (the plans of the DataFrames the tests and

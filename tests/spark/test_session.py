@@ -59,6 +59,16 @@ def test_session_writes_and_reads_delta(spark: Any, tmp_path: Any) -> None:
 
 
 @pytest.mark.spark
+def test_the_session_keeps_little_of_finished_work(spark: Any) -> None:
+    """The status store's limits reach the driver (Spark prunes to them): a long session does not hold a thousand
+    jobs' plans and tasks."""
+    assert S.local_conf("local[2]", "app", "1g").items() >= S.STATUS_RETENTION.items()
+    conf = spark.sparkContext.getConf()
+    for key, value in S.STATUS_RETENTION.items():
+        assert conf.get(key) == value, key
+
+
+@pytest.mark.spark
 def test_get_spark_reuses_the_active_session(spark: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert S.get_spark() is spark
     assert "Spark: reusing the active session (local[2]" in capsys.readouterr().err
