@@ -119,14 +119,18 @@ def unpublished_sql(events: str, cluster: str, at: str, also: str = "") -> str:
     inside their batch or open transaction), as visible_at, first_record, changes (all that become visible with
     them) and in_transaction; no row when every change logged by then was visible
     (`replay.kafka.as_of.unpublished_at`). `also`: more FROM items `at` needs (`, a`)."""
-    # the earliest (visible offset, record offset) of the held-back changes: their unit and its first record (no
-    # aggregate mixes a parameter with a column, which Spark rejects in SQL functions)
-    return f"""SELECT p.h.o AS visible_at, p.h.r AS first_record, count(*) AS changes,
-  max(e.cause = 'TRANSACTION') AS in_transaction
-FROM (SELECT min(named_struct('o', u.offset, 'r', u.record_offset)) AS h FROM {events} u{also}
-      WHERE u.cluster_id = {cluster} AND u.record_offset <= {at} AND u.offset > {at}) p{also}
-JOIN {events} e ON e.cluster_id = {cluster} AND e.offset = p.h.o AND e.record_offset IS NOT NULL
-GROUP BY p.h.o, p.h.r"""
+    # One scan of the events visible after `at`, per visible offset: the earliest offset holding a change logged at or
+    # before `at` is the unit, its earliest such record the first. (A second scan, joined back on the unit's offset,
+    # cost a Delta file listing per question.) The parameter stays out of the aggregates: Spark rejects an aggregate
+    # whose argument mixes a parameter with a column in SQL functions.
+    return f"""SELECT g.o AS visible_at, g.r AS first_record, g.n AS changes, g.tx AS in_transaction
+FROM (SELECT d.o, min(d.held) AS r, count(*) AS n, max(d.tx) AS tx
+      FROM (SELECT e.offset AS o, CASE WHEN e.record_offset <= {at} THEN e.record_offset END AS held,
+                   e.cause = 'TRANSACTION' AS tx
+            FROM {events} e{also}
+            WHERE e.cluster_id = {cluster} AND e.offset > {at} AND e.record_offset IS NOT NULL) d
+      GROUP BY d.o) g
+WHERE g.r IS NOT NULL ORDER BY g.o LIMIT 1"""
 
 
 def unpublished_note_sql(at: str, p: str) -> str:
