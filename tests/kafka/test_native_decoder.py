@@ -17,7 +17,6 @@ import io
 import itertools
 import os
 import random
-import shutil
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from replay.kafka.model import Batch, Problem
 from replay.kafka.replayer import NEEDED_RECORDS
 from replay.kafka.schemas import CONTROL_SCHEMAS, METADATA_SCHEMAS, Field, Struct, uuid_text
 from replay.kafka.secrets import MAY_HOLD_SECRETS
+from tests.compiled_decoder import require_compiled_decoder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -43,12 +43,7 @@ SNAPSHOT = "00000000000000000010-0000000002.checkpoint"
 
 @pytest.fixture(autouse=True)
 def _needs_extension() -> None:
-    if not native.installed():
-        if native.IMPORT_ERROR and "not installed" in native.IMPORT_ERROR and shutil.which("cargo") is None:
-            pytest.skip("cargo is not on this machine, so the compiled decoder cannot be built; the pure-Python "
-                        "decoder is used")
-        pytest.fail(f"the compiled decoder is not installed ({native.IMPORT_ERROR}); build it with: "
-                    f"{native.BUILD_COMMAND}, or run `make setup`")
+    require_compiled_decoder()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 import glob
 import os
 import random
-import shutil
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from replay.kafka import batch, native, replayer, synth
 from replay.kafka.dump import replay_paths
+from tests.compiled_decoder import require_compiled_decoder
 from tests.histories import CUTS, STEPS
 
 
@@ -26,19 +26,6 @@ def _replay(span_bytes: int, paths: list[str], needed_only: bool, high_watermark
     with pytest.MonkeyPatch.context() as m:
         m.setattr(replayer, "SPAN_BYTES", span_bytes)
         return replay_paths(paths, high_watermark=high_watermark, needed_only=needed_only)
-
-
-def _needs_runs() -> None:
-    """Batch runs come only from the compiled decoder: without it there is nothing to compare with the reference.
-    A machine without cargo cannot build it (skipped, as `test_native_decoder.py` does); anywhere else its absence
-    is a failure that says how to build it."""
-    if native.installed():
-        return
-    if shutil.which("cargo") is None:
-        pytest.skip("cargo is not on this machine, so the compiled decoder (the only source of batch runs) cannot "
-                    "be built; the pure-Python decoder reads one batch at a time")
-    pytest.fail(f"the compiled decoder is not installed ({native.IMPORT_ERROR}); build it with: "
-                f"{native.BUILD_COMMAND}, or run `make setup`")
 
 
 def _same(a: Any, b: Any) -> None:
@@ -154,7 +141,7 @@ def test_batches_read_in_runs_change_no_answer(tmp_path: Any, monkeypatch: pytes
     """With the compiled decoder, `needed_only` reads hand the replayer runs of plain batches (`native.BatchRun`),
     put on spans many at a time: every output is the one of the pure-Python decoder's batches, one at a time, with
     spans of every size, a high watermark inside the log, and overlapping dumps."""
-    _needs_runs()
+    require_compiled_decoder("the compiled decoder (the only source of batch runs)")
     rng = random.Random(seed)
     steps: list[tuple[object, ...]] = []
     for i in range(400):  # mostly NoOp batches, as a controller writes them, with ACL batches and transactions
@@ -191,7 +178,7 @@ def test_batches_read_in_runs_change_no_answer(tmp_path: Any, monkeypatch: pytes
 def test_runs_around_odd_batches_change_no_answer(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Runs broken by a batch of no record, a batch whose CRC fails, an epoch change and an ACL batch replay as the
     pure-Python decoder's batches do, one at a time."""
-    _needs_runs()
+    require_compiled_decoder("the compiled decoder (the only source of batch runs)")
     from replay.kafka import files, writer
     from replay.kafka.acl import AclBinding
 
