@@ -524,8 +524,9 @@ if authorizer_log and authorizer_dumps:
     found = unused_access(lake, authorizer_cluster, super_users=super_users)
     print(found.counts)
     display(found.acls)
-    display(found.principals)
-    display(plots.granted_used_figure([r.asDict() for r in found.principals.collect()], authorizer_cluster))
+    principals = found.principals.collect()  # one row per principal, shown as a table and a plot: computed once
+    display(spark.createDataFrame(principals, found.principals.schema))
+    display(plots.granted_used_figure([r.asDict() for r in principals], authorizer_cluster))
 else:
     print("no authorizer log given: set the `authorizer_log` and `authorizer_dumps` widgets")
 
