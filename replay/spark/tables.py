@@ -365,6 +365,18 @@ EXTRA_PROPERTIES: dict[str, dict[str, str]] = {
 _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _CATALOG_SCHEMA_RE = re.compile(rf"^{_IDENT}\.{_IDENT}$")
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_COMMIT_FILE_RE = re.compile(r"^\d{20}\.(json|checkpoint(\..+)?\.parquet)$")
+
+
+def has_commit(log_dir: str) -> bool:
+    """Whether a local Delta log directory holds a commit or a checkpoint: while a writer creates a table, its
+    `_delta_log` exists empty for a moment (Delta writes each commit file whole, by rename), and a reader that took the
+    directory alone for the table failed with "table doesn't exist"."""
+    try:
+        with os.scandir(log_dir) as entries:
+            return any(_COMMIT_FILE_RE.match(e.name) for e in entries)
+    except OSError:
+        return False
 
 
 def quote_ident(name: str) -> str:
@@ -495,8 +507,8 @@ class Lake:
             return bool(self.spark.catalog.tableExists(f"{self.location}.{name}"))
         path = self.table_path(name)
         assert path is not None
-        if not _URI_RE.match(path):  # a local directory: look for the Delta log without asking Spark
-            return os.path.isdir(os.path.join(path, "_delta_log"))
+        if not _URI_RE.match(path):  # a local directory: look for a commit in the Delta log without asking Spark
+            return has_commit(os.path.join(path, "_delta_log"))
         return self.version(name) is not None
 
     def version(self, name: str) -> int | None:

@@ -14,6 +14,7 @@ from replay.spark.tables import (
     TABLE_COMMENTS,
     Lake,
     ddl_columns,
+    has_commit,
     is_catalog_location,
 )
 
@@ -40,6 +41,24 @@ def test_every_table_and_column_says_what_it_holds() -> None:
     for name, schema in SCHEMAS.items():
         undocumented = [f.name for f in schema.fields if not f.metadata.get("comment", "").strip()]
         assert not undocumented, (name, undocumented)
+
+
+def test_a_table_exists_once_its_log_holds_a_commit(tmp_path: Any) -> None:
+    """A writer creating a table leaves its `_delta_log` empty for a moment: a reader that took the directory for the
+    table failed with "table doesn't exist" (a running watch's first replay, seen by CI)."""
+    log = tmp_path / "t" / "_delta_log"
+    assert not has_commit(str(log))  # no directory
+    log.mkdir(parents=True)
+    assert not has_commit(str(log))  # created, nothing committed yet
+    (log / ".00000000000000000000.json.3f1c.tmp").write_text("{}")  # a commit being written, not renamed yet
+    (log / "_commits").mkdir()
+    assert not has_commit(str(log))
+    (log / "00000000000000000000.json").write_text("{}")
+    assert has_commit(str(log))
+    only_checkpoint = tmp_path / "u" / "_delta_log"  # older commits removed by log retention
+    only_checkpoint.mkdir(parents=True)
+    (only_checkpoint / "00000000000000000010.checkpoint.parquet").write_bytes(b"")
+    assert has_commit(str(only_checkpoint))
 
 
 def test_ddl_columns() -> None:
