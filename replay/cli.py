@@ -20,6 +20,7 @@ from replay.kafka.authorizer import InvalidArgumentError, java_host_address
 from replay.kafka.dump import ProblemSummary, discover, read_source, replay_sources
 from replay.kafka.listing import ACL_COLUMNS, KAFKA_FORMATS, acl_rows, acls_document, render_acls
 from replay.kafka.model import Batch, Problem, QuestionError, SourceFile, SourceKind, check_offset
+from replay.kafka.needed_files import replay_for_moment
 from replay.kafka.outputs import OUTPUTS, JsonText, Renderer
 from replay.kafka.times import format_time, parse_time
 
@@ -267,17 +268,26 @@ def _acls_from_files(args: argparse.Namespace, out: TextIO, summary: Any) -> int
     if not sources:
         print(f"kraft-replay acls: no metadata log files under {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_USAGE
-    result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary, needed_only=True)
-    if args.as_of_time is not None:
-        offset = result.offset_at_time(args.as_of_time)
-        if offset is None:
-            print(f"no record at or before {format_time(args.as_of_time)}", file=sys.stderr)
-            return EXIT_USAGE
+    moment = None if args.strict or args.read_all else replay_for_moment(
+        sources, args.as_of_offset, args.as_of_time, args.high_watermark)
+    if moment is not None:  # the last snapshot before the moment and the log after it were enough
+        result, offset = moment.result, moment.offset
+        summary.scope = f" in the {len(moment.read)} files read"
+        print(f"note: {moment.note()}", file=sys.stderr)
     else:
-        offset = args.as_of_offset if args.as_of_offset is not None else result.last_offset
-        if offset is None:
-            print("the dump holds no records", file=sys.stderr)
-            return EXIT_USAGE
+        result = replay_sources(sources, high_watermark=args.high_watermark, summary=summary, needed_only=True)
+        if args.as_of_time is not None:
+            found = result.offset_at_time(args.as_of_time)
+            if found is None:
+                print(f"no record at or before {format_time(args.as_of_time)}", file=sys.stderr)
+                return EXIT_USAGE
+            offset = found
+        else:
+            end = args.as_of_offset if args.as_of_offset is not None else result.last_offset
+            if end is None:
+                print("the dump holds no records", file=sys.stderr)
+                return EXIT_USAGE
+            offset = end
     state = result.state_at(offset)
     facts = (state.covered, state.complete, len(state.uncertain), state.unpublished)
     _print_acls(args, out, state.certain, state.uncertain, state_meta(offset, result.time_of(offset), *facts))
@@ -1038,7 +1048,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--high-watermark", type=int, metavar="HW",
                    help="committed point if known: records at offsets >= HW are treated as uncommitted")
     _lake_options(p, cluster_required=False)
-    p.add_argument("--strict", action="store_true", help="exit non-zero if any input problem is found")
+    p.add_argument("--strict", action="store_true",
+                   help="exit non-zero if any input problem is found (reads every file, as --read-all)")
+    p.add_argument("--read-all", action="store_true",
+                   help="replay every file; by default a dump of one node is answered from the last snapshot at or "
+                        "before the moment asked and the log after it, when that gives the same answer")
     p.set_defaults(func=cmd_acls)
 
     p = sub.add_parser("ingest", parents=[output],

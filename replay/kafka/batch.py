@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import mmap
 import re
 import struct
 from collections import deque
@@ -85,6 +86,8 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == RECORD_BATCH_OVERHEAD
 _PREFIX = struct.Struct(">qi")
 _OFFSET = struct.Struct(">q")
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 class DecodeError(Exception):
@@ -1140,20 +1143,48 @@ def read_file_for_dump_log(path: str, *, show_secrets: bool, skip_record_metadat
     return _from_file(path, False, read)
 
 
-def read_log_file_in_runs(path: str, strict: bool, records_for: frozenset[int]
+def read_log_file_in_runs(path: str, strict: bool, records_for: frozenset[int], start_position: int = 0
                           ) -> Iterator[Batch | Problem | native.BatchRun]:
-    """`read_file(path, strict, records_for=records_for)` of a log segment for the replayer: with the compiled
-    decoder, the batches that keep no record come together as `native.BatchRun`s; the same items otherwise."""
-    if not native.enabled():
-        return read_file(path, strict, snapshot=False, records_for=records_for)
+    """`read_file(path, strict, records_for=records_for)` of a log segment for the replayer, from
+    `start_position` (where a batch starts, `batch_position`) on: with the compiled decoder, the batches that keep
+    no record come together as `native.BatchRun`s; the same items otherwise."""
 
     def read(stream: BinaryIO) -> Iterator[Batch | Problem | native.BatchRun]:
-        items = native.read_batches_in_runs(stream, path, max_batch_size=DEFAULT_MAX_BATCH_SIZE,
-                                            resync_window=RESYNC_WINDOW, records_for=records_for,
-                                            decompressed_limit=codecs.DEFAULT_LIMIT)
+        stream.seek(start_position)
+        if not native.enabled():
+            return read_batches(stream, path, strict, start_position=start_position, records_for=records_for)
+        items = native.read_batches_in_runs(stream, path, start_position=start_position,
+                                            max_batch_size=DEFAULT_MAX_BATCH_SIZE, resync_window=RESYNC_WINDOW,
+                                            records_for=records_for, decompressed_limit=codecs.DEFAULT_LIMIT)
         return _finished(items, path, strict, records_for, False)
 
     return _from_file(path, strict, read)
+
+
+def batch_position(path: str, offset: int) -> tuple[int, int] | None:
+    """Where in a log segment the batch holding `offset` starts (or the first batch after it), and that batch's
+    base offset, found from the batches' lengths alone (no CRC, no records): to read a segment from there. None
+    where the walk meets anything but well-formed magic-2 headers with growing offsets (the caller then reads the
+    whole file, whose reader says what is wrong) or the segment ends first."""
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _walk_to(data, offset)
+    except (OSError, ValueError):  # unreadable, or empty (mmap of 0 bytes)
+        return None
+
+
+def _walk_to(data: mmap.mmap, offset: int) -> tuple[int, int] | None:
+    pos, previous, end = 0, -1, len(data)
+    while pos + RECORD_BATCH_OVERHEAD <= end:
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        last = base + _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)[0]
+        if data[pos + 16] != 2 or base <= previous or last < base or not (
+                RECORD_BATCH_OVERHEAD - 12 <= length <= end - pos - 12):
+            return None
+        if last >= offset:
+            return pos, base
+        pos, previous = pos + 12 + length, last
+    return None
 
 
 def _from_file(path: str, strict: bool, read: Callable[[BinaryIO], Iterator[T]]) -> Iterator[T | Problem]:

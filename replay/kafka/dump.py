@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -32,6 +32,7 @@ class ProblemSummary:
 
     counts: Counter[str] = field(default_factory=Counter)
     examples: list[Problem] = field(default_factory=list)
+    scope: str = ""  # what was read, when not everything was (" in the 2 files read")
 
     def add(self, problem: Problem) -> None:
         self.counts[problem.kind.value] += 1
@@ -48,8 +49,8 @@ class ProblemSummary:
 
     def lines(self) -> list[str]:
         if not self.total:
-            return ["no problems found"]
-        out = [f"{self.total} problem(s): " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))]
+            return [f"no problems found{self.scope}"]
+        out = [f"{self.total} problem(s){self.scope}: " + ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))]
         out += ["  " + p.describe() for p in self.examples]
         return out
 
@@ -93,6 +94,7 @@ def replay_sources(
     strict: bool = False,
     summary: ProblemSummary | None = None,
     needed_only: bool = False,
+    start_positions: Mapping[str, int] | None = None,
 ) -> ReplayResult:
     """Decode every source and replay them together (DESIGN.md §3). Decoder problems go to `summary` too.
 
@@ -100,7 +102,8 @@ def replay_sources(
     per megabyte of a segment, not the log (see `Replayer`). `needed_only`: log segments decode only the values the rules read (`NEEDED_RECORDS`):
     the answer is the same, and the problems are those of what is decoded (every framing and CRC problem, the
     values of ACL, transaction, control and unknown records, and whole snapshots, whose every problem decides
-    whether they load), not those of other records' values.
+    whether they load), not those of other records' values. `start_positions`: segments (by path) to read from
+    that byte on (`batch.batch_position`; with `needed_only`), for a question that needs only the rest.
     """
     replayer = Replayer(high_watermark=high_watermark)
 
@@ -116,7 +119,8 @@ def replay_sources(
             continue
         segment = source.kind == SourceKind.SEGMENT
         if needed_only and segment:  # the batches that keep no record come in runs (`native.BatchRun`)
-            replayer.add_log(counted(batch_reader.read_log_file_in_runs(source.path, strict, NEEDED_RECORDS)),
+            start = (start_positions or {}).get(source.path, 0)
+            replayer.add_log(counted(batch_reader.read_log_file_in_runs(source.path, strict, NEEDED_RECORDS, start)),
                              from_file=True, records_for=NEEDED_RECORDS)
             continue
         items = counted(read_source(source, strict=strict))

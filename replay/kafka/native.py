@@ -162,6 +162,7 @@ def read_batches_in_runs(
     stream: BinaryIO,
     source: str,
     *,
+    start_position: int = 0,
     max_batch_size: int,
     resync_window: int,
     records_for: frozenset[int],
@@ -169,8 +170,8 @@ def read_batches_in_runs(
 ) -> Iterator[Batch | Problem | BatchRun]:
     """The items of `read_batches(..., records_for=...)` of a log segment, with the batches that keep no record
     together as `BatchRun`s (at most 1,024 each); everything in file order. Requires `enabled()`."""
-    name_offset = first_offset_from_name(source)
-    for item in _ext.Decoder(stream, source, name_offset, 0, max_batch_size, resync_window, True, False,
+    name_offset = first_offset_from_name(source) if start_position == 0 else None
+    for item in _ext.Decoder(stream, source, name_offset, start_position, max_batch_size, resync_window, True, False,
                              sorted(records_for), decompressed_limit, True):
         yield BatchRun(source, *item) if isinstance(item, tuple) else item
 

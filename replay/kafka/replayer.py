@@ -407,6 +407,14 @@ class ReplayResult:
         return {life.acl_id: life.binding for life in self.lifetimes if life.valid_to_offset is None}
 
 
+def snapshot_time(first: Record) -> int | None:
+    """A snapshot's time (DESIGN.md §3.8): its SnapshotHeader's lastContainedLogTimestamp, if `first` (the file's
+    first record) is that header and the time is set."""
+    if first.type_name != "SNAPSHOT_HEADER" or first.data is None:
+        return None
+    return int(first.data.get("lastContainedLogTimestamp", 0)) or None
+
+
 def _acl_id(record: Record) -> str:
     assert record.data is not None
     return str(record.data["id"])
@@ -975,8 +983,7 @@ class Replayer:
                 if first:
                     first = False
                     header_seen = record.type_name == "SNAPSHOT_HEADER"
-                    if header_seen and record.data is not None:
-                        time = int(record.data.get("lastContainedLogTimestamp", 0)) or None
+                    time = snapshot_time(record)
                 if record.type_name == "SNAPSHOT_FOOTER":
                     footer_seen = True
                 if not record.is_control and record.api_key == ACL_ENTRY and record.data is not None:
