@@ -12,7 +12,7 @@ added: it lives here, above every module it calls, so the lake's core stays free
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +66,10 @@ class Cluster:
     # ---- state and history -----------------------------------------------------------------------------------
     def state_at(self, offset: int | None = None, time: Moment = None) -> queries.LakeState:
         return queries.state_at(self.lake, self.name, offset=offset, time=_ms(time))
+
+    def states_at(self, offsets: Iterable[int]) -> dict[int, queries.LakeState]:
+        """The state at each offset, in one query (e.g. each day's end of an audit period)."""
+        return queries.states_at(self.lake, self.name, offsets)
 
     def changes(self, start: int | None = None, end: int | None = None, start_time: Moment = None,
                 end_time: Moment = None) -> DataFrame:

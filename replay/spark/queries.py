@@ -9,8 +9,8 @@ functions embed it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row
@@ -82,14 +82,16 @@ def offset_at_time(lake: Lake, cluster: str, time_ms: int) -> int | None:
 def unpublished(lake: Lake, cluster: str, offset: int) -> Unpublished | None:
     """The ACL changes logged at or before `offset` that no node had published there: it lies inside their batch
     or open transaction (`rules.unpublished_sql`); None at a boundary."""
-    row = run_sql(lake.spark, unpublished_sql("{events}", ":cluster", "CAST(:at AS BIGINT)"),
+    at = "CAST(:at AS BIGINT)"
+    row = run_sql(lake.spark, unpublished_sql("{events}", f"(SELECT :cluster AS cluster_id, {at} AS _at)", ":cluster", at),
                   {"cluster": cluster, "at": offset}, events=lake.read("acl_events")).first()
     return unpublished_row(offset, row)
 
 
 def time_of_offset(lake: Lake, cluster: str, offset: int) -> int | None:
     """The time of the state as of `offset` (`rules.time_of_offset_sql`)."""
-    return _one_value(lake, "offset_times", time_of_offset_sql("{rel}", ":cluster", "CAST(:offset AS BIGINT)"),
+    return _one_value(lake, "offset_times", time_of_offset_sql(
+        "{rel}", "(SELECT :cluster AS cluster_id, CAST(:offset AS BIGINT) AS _at)"),
                       cluster=cluster, offset=offset)
 
 
@@ -161,29 +163,53 @@ def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | No
         offset = last_offset(lake, cluster)
         if offset is None:
             raise unknown_cluster(lake, cluster)
-    rows = _state_rows(lake, cluster, offset)
+    state = states_at(lake, cluster, [offset])[offset]
+    return state if time is None else replace(state, time=time)
+
+
+def states_at(lake: Lake, cluster: str, offsets: Iterable[int]) -> dict[int, LakeState]:
+    """`state_at` at each of `offsets`, in one query (an audit of many moments, or a check of many offsets, pays
+    one round trip and one Delta snapshot check, not one per offset), by offset. Raises as `state_at` does."""
+    wanted = sorted(set(offsets))
+    for offset in wanted:
+        check_offset(offset)
+    if not wanted:
+        return {}
+    rows: dict[int, list[Row]] = {}
+    for row in _state_rows(lake, cluster, wanted):
+        rows.setdefault(row["_at"], []).append(row)
+    states = {at: _lake_state(cluster, at, rows[at]) for at in wanted}
+    if any(not s.certain and not s.uncertain and not s.covered for s in states.values()):
+        require_cluster(lake, cluster)  # nothing at all somewhere: is the cluster known?
+    return states
+
+
+def _lake_state(cluster: str, offset: int, rows: list[Row]) -> LakeState:
+    """The state at `offset` from its rows of `_state_rows`."""
     acls = [r for r in rows if r["acl_id"] is not None]
     certain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in acls if r["certainty"] == "certain"}
     uncertain = {r["acl_id"]: AclBinding(*(r[c] for c in ACL_FIELDS)) for r in acls if r["certainty"] != "certain"}
-    if not acls and not rows[0]["covered"]:  # nothing at all: is the cluster known?
-        require_cluster(lake, cluster)
-    return LakeState(cluster, offset, time if time is not None else rows[0]["_time"], certain, uncertain,
-                     rows[0]["covered"], rows[0]["complete"], unpublished_row(offset, rows[0]))
+    first = rows[0]
+    return LakeState(cluster, offset, first["_time"], certain, uncertain, first["covered"], first["complete"],
+                     unpublished_row(offset, first))
 
 
-def _state_rows(lake: Lake, cluster: str, offset: int) -> list[Row]:
-    """The ACLs live or maybe live at `offset`, each with the offset's coverage, time and the changes it holds back
-    (`rules.unpublished_sql`), in one query (each query is a round trip and a Delta snapshot check: three of them
-    made a warm question three times slower). No ACL: one row whose `acl_id` is NULL."""
-    certain, maybe = live_sql("CAST(:at AS BIGINT)", "h")
+def _state_rows(lake: Lake, cluster: str, offsets: list[int]) -> list[Row]:
+    """Per offset, the ACLs live or maybe live there, each with the offset's coverage, time and the changes it holds
+    back (`rules.unpublished_sql`), in one query (each query is a round trip and a Delta snapshot check: three of them
+    made a warm question three times slower). An offset without ACLs: one row whose `acl_id` is NULL."""
+    certain, maybe = live_sql("m._at", "h")
     fields = ", ".join(f"h.{c}" for c in ACL_FIELDS)
-    text = f"""SELECT k.covered, k.complete, t._time, u.*, a.* FROM
-  ({coverage_at_sql("(SELECT :cluster AS cluster_id, CAST(:at AS BIGINT) AS _at)", "{cov}")}) k
-  CROSS JOIN ({time_of_offset_sql("{times}", ":cluster", "CAST(:at AS BIGINT)", "_time")}) t
-  LEFT JOIN ({unpublished_sql("{events}", ":cluster", "CAST(:at AS BIGINT)")}) u ON true
-  LEFT JOIN (SELECT h.acl_id, {fields}, CASE WHEN {certain} THEN 'certain' ELSE 'uncertain' END AS certainty
-             FROM {{hist}} h WHERE h.cluster_id = :cluster AND {maybe}) a ON true"""
-    return run_sql(lake.spark, text, {"cluster": cluster, "at": offset}, cov=lake.read("log_coverage"),
+    moments = ", ".join(f"{int(o)}L" for o in offsets)  # integers (checked): literals, one plan for any count
+    text = f"""WITH m AS (SELECT :cluster AS cluster_id, _at FROM (SELECT explode(array({moments})) AS _at))
+SELECT k._at, k.covered, k.complete, t._time, u.visible_at, u.first_record, u.changes, u.in_transaction, a.* FROM
+  ({coverage_at_sql("m", "{cov}")}) k
+  LEFT JOIN ({time_of_offset_sql("{times}", "m", "_time")}) t ON t._at = k._at
+  LEFT JOIN ({unpublished_sql("{events}", "m", ":cluster", f"{int(offsets[0])}L")}) u ON u._at = k._at
+  LEFT JOIN (SELECT m._at AS _for, h.acl_id, {fields}, CASE WHEN {certain} THEN 'certain' ELSE 'uncertain' END
+               AS certainty
+             FROM {{hist}} h JOIN m ON h.cluster_id = m.cluster_id AND {maybe}) a ON a._for = k._at"""
+    return run_sql(lake.spark, text, {"cluster": cluster}, cov=lake.read("log_coverage"),
                    times=lake.read("offset_times"), hist=lake.read("acl_history"),
                    events=lake.read("acl_events")).collect()
 
@@ -290,7 +316,7 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
         return coverage_body.format(coverage=coverage_at_sql(ats, cov), hist=hist, at=at, also=also,
                                     live=live.format(at=at), maybe=maybe.format(at=at),
                                     exact=exact_sql("v.covered", "v.complete", "u.uncertain"),
-                                    unpublished=unpublished_sql(events, "cluster", at, also),
+                                    unpublished=unpublished_sql(events, ats, "cluster", at, also),
                                     note=unpublished_note_sql(at, "p"))
 
     # a time before the cluster's known history has no offset

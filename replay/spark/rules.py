@@ -114,23 +114,28 @@ def live_sql(at: str, h: str = "") -> tuple[str, str]:
 
 # ---- what a node publishes at once (DESIGN.md §2) ----------------------------------------------------------------
 
-def unpublished_sql(events: str, cluster: str, at: str, also: str = "") -> str:
-    """One row: the ACL changes logged at or before the offset `at` that become visible together after it (it lies
-    inside their batch or open transaction), as visible_at, first_record, changes (all that become visible with
-    them) and in_transaction; no row when every change logged by then was visible
-    (`replay.kafka.as_of.unpublished_at`). `also`: more FROM items `at` needs (`, a`)."""
-    # One scan of the events visible after `at`, per visible offset: the earliest offset holding a change logged at or
-    # before `at` is the unit, its earliest such record the first. (A second scan, joined back on the unit's offset,
-    # cost a Delta file listing per question.) The parameter stays out of the aggregates: Spark rejects an aggregate
-    # whose argument mixes a parameter with a column in SQL functions.
-    return f"""SELECT g.o AS visible_at, g.r AS first_record, g.n AS changes, g.tx AS in_transaction
-FROM (SELECT d.o, min(d.held) AS r, count(*) AS n, max(d.tx) AS tx
-      FROM (SELECT e.offset AS o, CASE WHEN e.record_offset <= {at} THEN e.record_offset END AS held,
-                   e.cause = 'TRANSACTION' AS tx
-            FROM {events} e{also}
-            WHERE e.cluster_id = {cluster} AND e.offset > {at} AND e.record_offset IS NOT NULL) d
-      GROUP BY d.o) g
-WHERE g.r IS NOT NULL ORDER BY g.o LIMIT 1"""
+def unpublished_sql(events: str, ats: str, cluster: str, after: str | None = None, also: str = "") -> str:
+    """Per _at of the relation `ats` (columns cluster_id and _at, each moment once, all of the cluster `cluster`; a
+    DISTINCT here cost a warm question a fifth of its time), at most one row: the ACL changes logged at or before the offset
+    `_at` that become visible together after it (it lies inside their batch or open transaction), as visible_at,
+    first_record, changes (all that become visible with them) and in_transaction; no row when every change logged by
+    then was visible (`replay.kafka.as_of.unpublished_at`). `after`: an offset expression below every `_at` (the
+    events visible at or before it are not read); `also`: more FROM items `after` needs (`, a`)."""
+    # The changes visible at one offset form a unit (a batch, or a transaction with its End); `_at` lies inside the
+    # unit when its first record is at or before `_at` and it becomes visible after. One scan of the events grouped
+    # per unit, without the moment (Spark rejects an aggregate whose argument mixes a parameter with a column in SQL
+    # functions), then each moment's first unit holding it.
+    since = f" AND e.offset > {after}" if after is not None else ""
+    return f"""SELECT _q.cluster_id, _q._at, _q.p.o AS visible_at, _q.p.r AS first_record, _q.p.n AS changes,
+  _q.p.tx AS in_transaction
+FROM (SELECT _m.cluster_id, _m._at, min_by(named_struct('o', _g.o, 'r', _g.r, 'n', _g.n, 'tx', _g.tx), _g.o) AS p
+      FROM {ats} _m
+      JOIN (SELECT e.cluster_id, e.offset AS o, min(e.record_offset) AS r, count(*) AS n,
+                   max(e.cause = 'TRANSACTION') AS tx
+            FROM {events} e{also} WHERE e.cluster_id = {cluster} AND e.record_offset IS NOT NULL{since}
+            GROUP BY e.cluster_id, e.offset) _g
+        ON _g.cluster_id = _m.cluster_id AND _g.r <= _m._at AND _m._at < _g.o
+      GROUP BY _m.cluster_id, _m._at) _q"""
 
 
 def unpublished_note_sql(at: str, p: str) -> str:
@@ -194,11 +199,12 @@ def offsets_at_times_sql(probes: str, times: str, carry: tuple[str, ...] = ()) -
 WHERE _tag = 1"""
 
 
-def time_of_offset_sql(times: str, cluster: str, offset: str, name: str = "t") -> str:
-    """One row, column `name`: the time of the state as of `offset`, the time of the last indexed offset at or before
-    it (NULL: none). `times_of_offsets_sql` is the same rule for many offsets."""
-    return (f"SELECT max_by(t.time, t.offset) AS {name} FROM {times} t WHERE t.cluster_id = {cluster} "
-            f"AND t.offset <= {offset}")
+def time_of_offset_sql(times: str, ats: str, name: str = "t") -> str:
+    """Per moment of the relation `ats` (cluster_id, _at) that has one, column `name` (then `_at`): the time of the
+    state as of `_at`, the time of the last indexed offset at or before it (no row: none). A join, for a few moments;
+    `times_of_offsets_sql` is the same rule for very many, as a window."""
+    return (f"SELECT max_by(t.time, t.offset) AS {name}, m._at FROM {ats} m JOIN {times} t "
+            f"ON t.cluster_id = m.cluster_id AND t.offset <= m._at GROUP BY m.cluster_id, m._at")
 
 
 def times_of_offsets_sql(rel: str, offset_col: str, out_col: str, times: str, cluster: str) -> str:

@@ -96,6 +96,29 @@ def test_wrong_questions_raise_typed_errors(spark: Any, lake: Any, reference: An
     assert out.getvalue() == "" and "kraft-replay: cluster 'nope' has no replayed history" in err
 
 
+def test_states_at_many_offsets_are_the_references_and_state_at_is_one_of_them(lake: Any, reference: Any) -> None:
+    """`states_at`: the state at many offsets in one query (in the hole, in the log, inside a batch, after the
+    end), each the reference's; `state_at` is its one-offset case; wrong questions raise as `state_at`'s do."""
+    from replay.kafka.model import QuestionError, UnknownClusterError
+    from replay.spark.queries import state_at, states_at
+
+    asked = _offsets(reference)
+    states = states_at(lake, CLUSTER, [*asked, asked[0]])
+    assert sorted(states) == asked
+    for offset, got in states.items():
+        want = reference.state_at(offset)
+        assert (got.offset, got.time, got.certain, got.uncertain, got.covered, got.complete, got.unpublished) == (
+            offset, reference.time_of(offset), want.certain, want.uncertain, want.covered, want.complete,
+            want.unpublished), offset
+    assert any(s.unpublished for s in states.values()) and any(not s.covered for s in states.values())
+    assert state_at(lake, CLUSTER, offset=asked[-1]) == states[asked[-1]]
+    assert states_at(lake, CLUSTER, []) == {}
+    with pytest.raises(QuestionError, match="offset -1 is negative"):
+        states_at(lake, CLUSTER, [3, -1])
+    with pytest.raises(UnknownClusterError):
+        states_at(lake, "no-such-cluster", [1, 2])
+
+
 @pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
 def test_sql_by_time_equals_the_reference(spark: Any, lake: Any, reference: Any) -> None:
     from datetime import datetime, timezone

@@ -109,7 +109,7 @@ def history_of_reference(result: ReplayResult) -> Counter[tuple[Any, ...]]:
 def compare(result: ReplayResult, lake: Any, cluster: str) -> None:
     from pyspark.sql import functions as F
 
-    from replay.spark.queries import offset_at_time, state_at
+    from replay.spark.queries import offset_at_time, state_at, states_at
 
     def rows(table: str) -> list[Any]:
         return lake.read(table).where(F.col("cluster_id") == cluster).collect()
@@ -148,8 +148,11 @@ def compare(result: ReplayResult, lake: Any, cluster: str) -> None:
     # offsets inside a batch or transaction whose ACL changes become visible later (two at most: a query each)
     inside = sorted({e.record_offset for e in result.events if e.record_offset is not None
                      and e.record_offset < e.offset})[:2]
-    for offset in sorted({0, result.last_offset // 2, result.last_offset, result.last_offset + 1, *inside}):
-        lake_state, want_state = state_at(lake, cluster, offset=offset), result.state_at(offset)
+    # asked together (`states_at`, one query), each as `state_at` answers it alone
+    asked = sorted({0, result.last_offset // 2, result.last_offset, result.last_offset + 1, *inside})
+    for offset, lake_state in states_at(lake, cluster, asked).items():
+        want_state = result.state_at(offset)
+        assert (lake_state.offset, lake_state.time) == (offset, result.time_of(offset)), offset
         assert (lake_state.certain, lake_state.uncertain, lake_state.covered, lake_state.complete,
                 lake_state.unpublished) == (want_state.certain, want_state.uncertain, want_state.covered,
                                             want_state.complete, want_state.unpublished), offset

@@ -40,7 +40,7 @@ def test_sample_as_of_every_offset_equals_reference(sample_lake: Any, sample: Pa
     """The sample, ingested and replayed in the shared `sample_lake` (conftest.py) as cluster `sample.name`."""
     from pyspark.sql import functions as F
 
-    from replay.spark.queries import state_at
+    from replay.spark.queries import states_at
 
     lake = sample_lake
     reference = replay_paths([str(sample)])
@@ -53,8 +53,7 @@ def test_sample_as_of_every_offset_equals_reference(sample_lake: Any, sample: Pa
         assert certain == want.certain, offset
         assert uncertain == want.uncertain, offset
     # and the lake's own query agrees at the end and in the middle
-    for offset in (reference.last_offset, reference.last_offset // 2):
-        got = state_at(lake, sample.name, offset=offset)
+    for offset, got in states_at(lake, sample.name, [reference.last_offset, reference.last_offset // 2]).items():
         want = reference.state_at(offset)
         assert (got.certain, got.uncertain, got.covered, got.complete) == (
             want.certain, want.uncertain, want.covered, want.complete)
