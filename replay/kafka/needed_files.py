@@ -49,10 +49,10 @@ def replay_for_moment(sources: Sequence[SourceFile], offset: int | None = None, 
     snapshots = [s for s in sources if s.kind == SourceKind.SNAPSHOT and s.snapshot_end_offset
                  and (high_watermark is None or s.snapshot_end_offset <= high_watermark)]
     segments = sorted((s for s in sources if s.kind == SourceKind.SEGMENT), key=lambda s: s.base_offset or 0)
-    later_times: dict[int, int | None] = {}
+    snapshot_times: dict[int, int | None] = {}
     if time is not None:
-        later_times = {s.snapshot_end_offset - 1: _header_time(s) for s in snapshots if s.snapshot_end_offset}
-        ends = [at + 1 for at, t in later_times.items() if t is not None and t <= time]
+        snapshot_times = {s.snapshot_end_offset - 1: _header_time(s) for s in snapshots if s.snapshot_end_offset}
+        ends = [at + 1 for at, t in snapshot_times.items() if t is not None and t <= time]
     else:
         ends = [s.snapshot_end_offset for s in snapshots if s.snapshot_end_offset
                 and (offset is None or s.snapshot_end_offset - 1 <= offset)]
@@ -69,7 +69,7 @@ def replay_for_moment(sources: Sequence[SourceFile], offset: int | None = None, 
     if not any(s.kind != SourceKind.BOOTSTRAP for s in unread) and not positions:
         return None  # nothing to spare: the whole replay is the same work
     result = replay_sources(read, high_watermark=high_watermark, needed_only=True, start_positions=positions)
-    at = _answer_offset(result, offset, time, later_times)
+    at = _answer_offset(result, offset, time, snapshot_times)
     if at is None or at < end - 1 or not _clean(result, end - 1, at):
         return None
     return MomentAnswer(result, at, chosen[0], read, unread, log_from)

@@ -200,7 +200,7 @@ def _state_rows(lake: Lake, cluster: str, offsets: list[int]) -> list[Row]:
     made a warm question three times slower). An offset without ACLs: one row whose `acl_id` is NULL."""
     certain, maybe = live_sql("m._at", "h")
     fields = ", ".join(f"h.{c}" for c in ACL_FIELDS)
-    moments = ", ".join(f"{int(o)}L" for o in offsets)  # integers (checked): literals, one plan for any count
+    moments = ", ".join(f"{int(o)}L" for o in offsets)  # integers (checked), so literals: one query for any number
     text = f"""WITH m AS (SELECT :cluster AS cluster_id, _at FROM (SELECT explode(array({moments})) AS _at))
 SELECT k._at, k.covered, k.complete, t._time, u.visible_at, u.first_record, u.changes, u.in_transaction, a.* FROM
   ({coverage_at_sql("m", "{cov}")}) k
