@@ -86,8 +86,6 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 assert _HEADER.size == RECORD_BATCH_OVERHEAD
 _PREFIX = struct.Struct(">qi")
 _OFFSET = struct.Struct(">q")
-_BASE_AND_LENGTH = struct.Struct(">qi")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 class DecodeError(Exception):
@@ -1176,9 +1174,9 @@ def batch_position(path: str, offset: int) -> tuple[int, int] | None:
 def _walk_to(data: mmap.mmap, offset: int) -> tuple[int, int] | None:
     pos, previous, end = 0, -1, len(data)
     while pos + RECORD_BATCH_OVERHEAD <= end:
-        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
-        last = base + _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)[0]
-        if data[pos + 16] != 2 or base <= previous or last < base or not (
+        base, length, _epoch, magic, _crc, _attributes, last_delta, *_ = _HEADER.unpack_from(data, pos)
+        last = base + last_delta
+        if magic != 2 or base <= previous or last < base or not (
                 RECORD_BATCH_OVERHEAD - 12 <= length <= end - pos - 12):
             return None
         if last >= offset:
