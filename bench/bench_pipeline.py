@@ -279,6 +279,7 @@ class SizeRun:
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         self.lake = self.work / "lake"
+        self.acls_all_file = self.work / "acls-path-all.json"  # what `acls PATH --read-all` printed
         self.runs: list[Run] = []
 
     def env(self, spark_label: str | None = None) -> tuple[dict[str, str], Path | None]:
@@ -327,9 +328,8 @@ class SizeRun:
             self.kafka("kafka_dump_all_3", paths)
         acls_file = self.work / "acls-path.json"
         self.step("acls_path", cli("acls", str(dump), "--as-of-offset", at, "--output", "json"), stdout=acls_file)
-        acls_all_file = self.work / "acls-path-all.json"
         self.step("acls_path_all", cli("acls", str(dump), "--as-of-offset", at, "--output", "json", "--read-all"),
-                  stdout=acls_all_file)
+                  stdout=self.acls_all_file)
         for i in range(1, a.repeat + 1):
             self.kafka(f"kafka_dump_segment_{i}", [segment])
             self.step(f"inspect_segment_{i}", cli("inspect", "--format", "dump-log", str(segment)))
@@ -356,7 +356,7 @@ class SizeRun:
         kafka_all = [r.wall_s for n, r in by.items() if n.startswith("kafka_dump_all")]
         kafka_seg = [r.wall_s for n, r in by.items() if n.startswith("kafka_dump_segment")]
         inspect = [r.wall_s for n, r in by.items() if n.startswith("inspect_segment")]
-        path_answer, all_answer = acl_answer(acls_file), acl_answer(self.work / "acls-path-all.json")
+        path_answer, all_answer = acl_answer(acls_file), acl_answer(self.acls_all_file)
         return {
             "name": self.shape.name, "records": manifest["records"], "codec": self.shape.codec,
             "seed": self.shape.seed, "input_bytes": manifest["input_bytes"], "segments": len(manifest["segments"]),

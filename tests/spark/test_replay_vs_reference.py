@@ -145,7 +145,7 @@ def compare(result: ReplayResult, lake: Any, cluster: str) -> None:
         possible = {r.acl_id for r in hist if r.valid_from_min_offset <= offset and (
             r.valid_to_min_offset is None or r.valid_to_offset is None or offset < r.valid_to_offset)} - certain
         assert (certain, possible) == (set(want_state.certain), set(want_state.uncertain)), offset
-    # offsets inside a batch or transaction whose ACL changes become visible later (two at most: a query each)
+    # offsets inside a batch or transaction whose ACL changes become visible later (two at most)
     inside = sorted({e.record_offset for e in result.events if e.record_offset is not None
                      and e.record_offset < e.offset})[:2]
     # asked together (`states_at`, one query), each as `state_at` answers it alone
