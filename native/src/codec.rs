@@ -41,7 +41,8 @@ fn gunzip(data: &[u8], limit: usize) -> CodecResult {
             }
             let before_in = d.total_in() as usize;
             let before_out = out.len();
-            let status = d.decompress_vec(&rest[before_in..], &mut out, FlushDecompress::None).map_err(|_| Fail::Bad)?;
+            let status =
+                d.decompress_vec(&rest[before_in..], &mut out, FlushDecompress::None).map_err(|_| Fail::Bad)?;
             if out.len() > limit {
                 return Err(Fail::Limit);
             }

@@ -78,7 +78,10 @@ fn bytes_attr<'py>(obj: &Bound<'py, PyAny>, name: &Bound<'py, pyo3::types::PyStr
 /// either None where the caller's Python functions must be asked (see `payload_json`; an offset outside int64).
 /// A panic (a bug here) becomes a `RuntimeError`, as in `Decoder`.
 #[pyfunction]
-pub fn record_extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<String>, Option<Py<PyBytes>>)>> {
+pub fn record_extras(
+    py: Python<'_>,
+    records: &Bound<'_, PyList>,
+) -> PyResult<Vec<(Option<String>, Option<Py<PyBytes>>)>> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| extras(py, records)))
         .unwrap_or_else(|_| Err(pyo3::exceptions::PyRuntimeError::new_err("kraft_replay_native.record_extras failed")))
 }
@@ -103,7 +106,6 @@ fn extras(py: Python<'_>, records: &Bound<'_, PyList>) -> PyResult<Vec<(Option<S
 }
 
 // ---- record rows as Arrow buffers -------------------------------------------------------------------------------
-
 
 /// A bitmap in Arrow's layout (least significant bit first).
 #[derive(Default)]
@@ -353,9 +355,8 @@ impl RowBuilder {
             c[25].var(value);
             c[26].var(r.error.as_deref().map(str::as_bytes));
             c[27].var(Some(&record_hash(p.offset, key, value)));
-            self.bytes += key.map_or(0, <[u8]>::len)
-                + value.map_or(0, <[u8]>::len)
-                + p.payload.as_ref().map_or(0, String::len);
+            self.bytes +=
+                key.map_or(0, <[u8]>::len) + value.map_or(0, <[u8]>::len) + p.payload.as_ref().map_or(0, String::len);
             self.rows += 1;
         }
         true
@@ -371,8 +372,7 @@ impl RowBuilder {
         let out = PyList::empty(py);
         for (i, c) in cols.into_iter().enumerate() {
             let valid = if c.nulls == 0 { py.None() } else { PyBytes::new(py, &c.valid.bytes).into_any().unbind() };
-            let values =
-                PyBytes::new(py, if BOOLEAN_COLUMNS.contains(&i) { &c.bits.bytes } else { &c.values });
+            let values = PyBytes::new(py, if BOOLEAN_COLUMNS.contains(&i) { &c.bits.bytes } else { &c.values });
             let offsets =
                 if c.offsets.is_empty() { py.None() } else { PyBytes::new(py, &c.offsets).into_any().unbind() };
             out.append((valid, values, offsets))?;
