@@ -37,7 +37,7 @@ from urllib.parse import quote
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench.measure import TreeMemory
+from bench.measure import TreeMemory, jvm_pid
 
 MAX_OFFSET = 250_000
 T0 = 1_700_000_000_000
@@ -113,7 +113,7 @@ class FileLake:
 def jvm_memory(spark: SparkSession) -> dict[str, float]:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    pid = int(jvm.java.lang.ProcessHandle.current().pid())
+    pid = jvm_pid(spark)
     hwm = rss = 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:

@@ -14,11 +14,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 
 def _status_kib(pid: int, key: str) -> int:
     with open(f"/proc/{pid}/status") as f:
         return next((int(line.split()[1]) for line in f if line.startswith(key + ":")), 0)
+
+
+def jvm_pid(spark: Any) -> int:
+    """The process id of a local session's driver JVM, as the JVM itself reports it."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    return int(jvm.java.lang.ProcessHandle.current().pid())
 
 
 def process_tree(root: int) -> list[int]:

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.measure import jvm_pid
+
 ROOT = Path(__file__).resolve().parents[1]
 _GROUPS = [("compiler", r"^C\d CompilerThre"), ("driver (py4j)", r"^Thread-\d+"),
            ("executor tasks", r"^Executor task"), ("GC (VM thread)", r"^VM Thread"),
@@ -58,7 +60,7 @@ def child(sample: str, replays: int, options: str) -> None:
 
     spark = get_spark(master="local[2]", memory=SESSION_MEMORY,
                       conf={**SPARK_TEST_CONF, "spark.driver.extraJavaOptions": options})
-    jvm = int(subprocess.check_output(["pgrep", "-P", str(os.getpid()), "java"]).split()[0])
+    jvm = jvm_pid(spark)
     location = tempfile.mkdtemp(prefix="replay-cpu-")
     try:
         lake = Lake(spark, location)
