@@ -20,7 +20,7 @@ segments), then runs, each as its own process and in this order, so that Kafka's
                                                     the log from there, `replay.kafka.needed_files`)
     kraft-replay acls DIR --as-of-offset N --read-all   (the same answer from every file, as Kafka's tool reads)
     Kafka DumpLogSegments on the first segment / kraft-replay inspect --format dump-log on it   (x --repeat)
-    kraft-replay acls --lake --as-of-offset N      (cold: a new Spark session for one question)
+    kraft-replay acls --lake --as-of-offset N      (cold: delta-rs, then --engine spark: a new Spark session)
     warm questions: one process, one Spark session, acl_state_at at several offsets (Python API and SQL)
 
 Each run reports wall time, CPU time (user + system of the whole process tree: this process is a child
@@ -338,8 +338,9 @@ class SizeRun:
             result["load_start"], result["load_end"] = load_start, os.getloadavg()
             return result
         lake_file = self.work / "acls-lake.json"
-        self.step("acls_lake_cold", cli("acls", *lake, "--as-of-offset", at, "--output", "json"), spark=True,
-                  stdout=lake_file)
+        self.step("acls_lake_cold", cli("acls", *lake, "--as-of-offset", at, "--output", "json"), stdout=lake_file)
+        self.step("acls_lake_cold_spark", cli("acls", *lake, "--as-of-offset", at, "--output", "json", "--engine",
+                                              "spark"), spark=True, stdout=self.work / "acls-lake-spark.json")
         warm_file = self.work / "warm.json"
         self.step("warm_queries", [sys.executable, "-m", "bench.bench_pipeline", "--warm", str(self.lake), CLUSTER,
                                    ",".join(answers), "--warm-rounds", str(a.warm_rounds)], spark=True,
@@ -400,6 +401,7 @@ class SizeRun:
             "ingest_records_per_second": round(records / by["ingest"].wall_s),
             "pipeline_records_per_second": round(records / pipeline),
             "acls_lake_cold_seconds": by["acls_lake_cold"].wall_s,
+            "acls_lake_cold_spark_seconds": by["acls_lake_cold_spark"].wall_s,
             "warm": warm,
             "lake_bytes": sizes, "lake_over_input": round(sizes["total"] / manifest["input_bytes"], 3),
             "replay_spark": by["replay"].spark, "ingest_spark": by["ingest"].spark,
@@ -407,6 +409,8 @@ class SizeRun:
                         "acls_path": {k: v for k, v in path_answer.items() if k != "ids"},
                         "acls_lake": {k: v for k, v in lake_answer.items() if k != "ids"},
                         "same_ids": path_answer.get("ids") == lake_answer.get("ids"),
+                        "same_ids_spark": acl_answer(self.work / "acls-lake-spark.json").get("ids")
+                        == lake_answer.get("ids"),
                         "warm_rows_match": bool(warm.get("rows")) and all(
                             rows == {k: answers[k] for k in rows} for rows in warm["rows"].values())},
         }
@@ -450,7 +454,7 @@ def warm_queries(lake_dir: str, cluster: str, offsets: list[int], rounds: int) -
 def table(results: list[dict[str, Any]]) -> list[str]:
     """The figures people compare, one line per dump."""
     head = ("records", "codec", "input MiB", "Kafka s", "ingest s", "replay s", "total s", "x Kafka",
-            "acls PATH s (all files)", "inspect/Kafka seg s", "cold lake s", "warm ms", "peak GiB", "lake/input",
+            "acls PATH s (all files)", "inspect/Kafka seg s", "cold lake s (Spark)", "warm ms", "peak GiB", "lake/input",
             "replay jobs/stages/1-task")
     rows = [head]
     def fig(r: dict[str, Any], key: str, scale: float = 1.0, fmt: str = ".1f") -> str:
@@ -464,7 +468,7 @@ def table(results: list[dict[str, Any]]) -> list[str]:
                      fig(r, "pipeline_seconds"), fig(r, "pipeline_over_kafka"),
                      f"{fig(r, 'acls_path_seconds')} ({fig(r, 'acls_path_all_seconds')})",
                      f"{r['inspect_segment_seconds']:.1f}/{r['kafka_dump_segment_seconds']:.1f}",
-                     fig(r, "acls_lake_cold_seconds"), str(warm), fig(r, "peak_rss_mib", 1024, ".2f"),
+                     f"{fig(r, 'acls_lake_cold_seconds')} ({fig(r, 'acls_lake_cold_spark_seconds')})", str(warm), fig(r, "peak_rss_mib", 1024, ".2f"),
                      fig(r, "lake_over_input", 1.0, ".2f"),
                      f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}/{sp.get('single_task_stages', '-')}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -570,7 +574,8 @@ def main(argv: list[str] | None = None) -> None:
     for r in doc["results"]:
         ans = r["answers"]
         lake = "" if args.files_only else (
-            f", acls --lake {ans['acls_lake'].get('acls')}, same ids {ans['same_ids']}; warm answers all as "
+            f", acls --lake {ans['acls_lake'].get('acls')}, same ids {ans['same_ids']} (with Spark: "
+            f"{ans.get('same_ids_spark')}); warm answers all as "
             f"expected: {ans['warm_rows_match']}")
         every = ans.get("acls_path_all", {}).get("acls")
         print(f"{r['name']}: live ACLs at {r['as_of_offset']}: expected {ans['expected']}, acls PATH "

@@ -231,6 +231,29 @@ def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> in
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
 
 
+def _state_from_files(args: argparse.Namespace) -> Any:
+    """The lake's answer read with delta-rs, without starting Spark (`replay.spark.lake_without_spark`), or None
+    when Spark answers: `--engine spark`, a catalog, a URI, `--master`, or a lake delta-rs cannot read (said)."""
+    forced = args.engine == "delta-rs"
+    if forced and (args.catalog or args.master):
+        raise QuestionError("--engine delta-rs reads a lake directory (--lake DIR) without Spark: leave out "
+                            f"{'--catalog' if args.catalog else '--master'}, or use --engine spark")
+    if args.engine == "spark" or args.catalog or args.master:
+        return None
+    location, local = _lake_location(args)
+    if not local and not forced:
+        return None
+    from replay.spark.lake_without_spark import LakeFiles, Unreadable
+
+    try:
+        return LakeFiles.open(location).state_at(args.lake_cluster, offset=args.as_of_offset, time=args.as_of_time)
+    except Unreadable as e:
+        if forced:
+            raise QuestionError(f"--engine delta-rs: {e}") from e
+        print(f"note: {e}: asking Spark instead", file=sys.stderr)
+        return None
+
+
 def _print_stderr(lines: list[str], start: int) -> int:
     for line in lines[start:]:
         print(line, file=sys.stderr)
@@ -245,8 +268,10 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
         if not args.lake_cluster:
             print("kraft-replay acls: --lake-cluster NAME is required with --lake/--catalog", file=sys.stderr)
             return EXIT_USAGE
-        lake_state = queries.state_at(_lake(args), args.lake_cluster, offset=args.as_of_offset,
-                                      time=args.as_of_time)
+        lake_state = _state_from_files(args)
+        if lake_state is None:
+            lake_state = queries.state_at(_lake(args), args.lake_cluster, offset=args.as_of_offset,
+                                          time=args.as_of_time)
         _print_acls(args, out, lake_state.certain, lake_state.uncertain, lake_state.meta())
         for note in state_notes(lake_state.offset or 0, lake_state.covered, lake_state.complete,
                                 len(lake_state.uncertain), lake_state.unpublished):
@@ -315,13 +340,9 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
     """The lake the command names; unless the command `create`s it, a local directory that does not exist is a
     mistake (a typo, the wrong working directory), said before Spark starts."""
     from replay.spark import session
-    from replay.spark.tables import Lake, is_catalog_location, is_schema_name, is_uri, quote_ident
+    from replay.spark.tables import Lake, is_catalog_location, is_schema_name, quote_ident
 
-    location = args.catalog or args.lake or "lakehouse"
-    local = not args.catalog and not is_catalog_location(location) and not is_uri(location)
-    if not create and local and not os.path.isdir(location):
-        raise QuestionError(f"no lake at {os.path.abspath(location)}: give --lake DIR of a lake that "
-                            "`kraft-replay ingest` wrote (or --catalog CATALOG.SCHEMA)")
+    location, _local = _lake_location(args, create)
     if args.catalog and not (is_catalog_location(args.catalog) or is_schema_name(args.catalog)):
         raise QuestionError(f"--catalog takes CATALOG.SCHEMA or SCHEMA (SQL identifiers, backquoted where needed), "
                             f"not {args.catalog!r}; for a lake in a directory give --lake DIR")
@@ -335,6 +356,19 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
               "spark-warehouse/); give --lake DIR for a lake that lasts, or run with a Hive metastore "
               "(spark.sql.catalogImplementation=hive)", file=sys.stderr)
     return Lake(spark, location, catalog=True if args.catalog else None)
+
+
+def _lake_location(args: argparse.Namespace, create: bool = False) -> tuple[str, bool]:
+    """The lake's location as given, and whether it is a local directory; unless the command `create`s the lake, a
+    local directory that does not exist is a mistake (a typo, the wrong working directory), said at once."""
+    from replay.spark.tables import is_catalog_location, is_uri
+
+    location = args.catalog or args.lake or "lakehouse"
+    local = not args.catalog and not is_catalog_location(location) and not is_uri(location)
+    if not create and local and not os.path.isdir(location):
+        raise QuestionError(f"no lake at {os.path.abspath(location)}: give --lake DIR of a lake that "
+                            "`kraft-replay ingest` wrote (or --catalog CATALOG.SCHEMA)")
+    return location, local
 
 
 # the lake commands whose JVM does bulk work (decoding dumps or logs, a replay, a requests file): the others answer
@@ -1053,6 +1087,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--read-all", action="store_true",
                    help="replay every file; by default a dump of one node is answered from the last snapshot at or "
                         "before the moment asked and the log after it, when that gives the same answer")
+    p.add_argument("--engine", choices=["auto", "spark", "delta-rs"], default="auto",
+                   help="how a lake is read: auto (the default) reads a lake directory with delta-rs, without "
+                        "starting Spark, and asks Spark for a catalog, a URI or with --master; spark or delta-rs "
+                        "choose")
     p.set_defaults(func=cmd_acls)
 
     p = sub.add_parser("ingest", parents=[output],

@@ -243,6 +243,16 @@ class OffsetTimes(Sequence[tuple[int, int]]):
         self._loaded: tuple[int, array[int], array[int]] | None = None  # the last span read again
         self._suffix_min: array[int] | None = None
 
+    @classmethod
+    def of_columns(cls, offsets: array[int], times: array[int]) -> OffsetTimes:
+        """The index from its two columns, already in offset order with one entry per offset (a lake's
+        `offset_times` rows of one cluster), kept as given rather than copied pair by pair."""
+        if len(offsets) != len(times):
+            raise ValueError(f"{len(offsets)} offsets but {len(times)} times")
+        index = cls()
+        index.offsets, index.times = offsets, times
+        return index
+
     def _span_entries(self, i: int) -> tuple[array[int], array[int]]:
         if self._loaded is None or self._loaded[0] != i:
             self._loaded = (i, *self.spans[i].entries())

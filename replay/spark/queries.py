@@ -110,10 +110,14 @@ def known_clusters(lake: Lake) -> list[str]:
 
 def unknown_cluster(lake: Lake, cluster: str) -> UnknownClusterError:
     """The error for a cluster the lake holds no replayed history of, naming those it does hold."""
-    clusters = known_clusters(lake)
+    return unknown_cluster_error(lake.location, cluster, known_clusters(lake))
+
+
+def unknown_cluster_error(location: str, cluster: str, clusters: list[str]) -> UnknownClusterError:
+    """`unknown_cluster`'s error, given the clusters the lake at `location` holds."""
     named = ", ".join(repr(c) for c in clusters[:20]) + (f" and {len(clusters) - 20} more" if len(clusters) > 20 else "")
     holds = f"it holds {named}" if clusters else "it holds no replayed cluster yet"
-    return UnknownClusterError(f"cluster {cluster!r} has no replayed history in the lake {lake.location} ({holds}); "
+    return UnknownClusterError(f"cluster {cluster!r} has no replayed history in the lake {location} ({holds}); "
                                "ingest its dumps first: kraft-replay ingest DUMP --lake ... --lake-cluster NAME")
 
 
@@ -132,8 +136,13 @@ def before_history(lake: Lake, cluster: str, time_ms: int) -> QuestionError:
            .agg(F.min("time").alias("t"), F.min_by("offset", "time").alias("o")).first())
     if row is None or row["t"] is None:
         return unknown_cluster(lake, cluster)
+    return before_history_error(cluster, time_ms, row["t"], row["o"])
+
+
+def before_history_error(cluster: str, time_ms: int, first_time: int, first_offset: int) -> QuestionError:
+    """`before_history`'s error, given the time and offset where the cluster's known history starts."""
     return QuestionError(f"no record of cluster {cluster!r} is at or before {format_time(time_ms)}: its known history "
-                         f"starts at {format_time(row['t'])} (offset {row['o']}); what was live before is unknown")
+                         f"starts at {format_time(first_time)} (offset {first_offset}); what was live before is unknown")
 
 
 def history(lake: Lake, cluster: str) -> DataFrame:
@@ -154,17 +163,29 @@ def state_at(lake: Lake, cluster: str, offset: int | None = None, time: int | No
     Raises `QuestionError` for a negative offset or a time before the cluster's known history, and
     `UnknownClusterError` for a cluster the lake has not replayed: an empty answer would read as "no ACLs". An offset
     after the known history is answered, marked not covered (what happened after the last dump is unknown)."""
+    at = moment(offset, time, lambda t: offset_at_time(lake, cluster, t), lambda: last_offset(lake, cluster),
+                lambda t: before_history(lake, cluster, t), lambda: unknown_cluster(lake, cluster))
+    state = states_at(lake, cluster, [at])[at]
+    return state if time is None else replace(state, time=time)
+
+
+def moment(offset: int | None, time: int | None, offset_at_time: Callable[[int], int | None],
+           last_offset: Callable[[], int | None], before_history: Callable[[int], QuestionError],
+           unknown_cluster: Callable[[], QuestionError]) -> int:
+    """The offset a question asks about: the one given, the last one at or before its time, or the end of the known
+    history; raises for a negative offset, a time before the history and a cluster without one. Every engine that
+    answers lake questions (Spark here, `replay.spark.lake_without_spark`) resolves it here."""
     check_offset(offset)
     if time is not None:
-        offset = offset_at_time(lake, cluster, time)
+        found = offset_at_time(time)
+        if found is None:
+            raise before_history(time)
+        return found
+    if offset is None:
+        offset = last_offset()
         if offset is None:
-            raise before_history(lake, cluster, time)
-    elif offset is None:
-        offset = last_offset(lake, cluster)
-        if offset is None:
-            raise unknown_cluster(lake, cluster)
-    state = states_at(lake, cluster, [offset])[offset]
-    return state if time is None else replace(state, time=time)
+            raise unknown_cluster()
+    return offset
 
 
 def states_at(lake: Lake, cluster: str, offsets: Iterable[int]) -> dict[int, LakeState]:

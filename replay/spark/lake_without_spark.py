@@ -1,0 +1,220 @@
+"""`kraft-replay acls --lake` answered from a directory lake's Delta tables without starting Spark.
+
+A Spark session takes 15-35 s to start for one question, while the rows the question needs are a cluster's ACL
+lifetimes, its coverage and its time index. delta-rs (the `deltalake` package) reads them from the same Delta tables
+in well under a second, and the Python engine's rules answer (`replay.kafka.replayer.ReplayResult.state_at`, what
+`acls PATH` answers with; `queries.moment` picks the offset for both engines). Readers see what Spark's readers see:
+per cluster the rows of its visible replay (`replay_state.visible_replay_id`), read again if a replay switched while
+the tables were being read. Catalog lakes, and tables delta-rs cannot read, are asked through Spark.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from dataclasses import dataclass, replace
+from typing import Any
+
+from replay.kafka.acl import AclBinding
+from replay.kafka.model import QuestionError, check_offset
+from replay.kafka.replayer import (
+    AclEvent,
+    AclLifetime,
+    Cause,
+    Change,
+    CoverageKind,
+    CoverageRange,
+    OffsetTimes,
+    ReplayResult,
+)
+from replay.spark.queries import LakeState, before_history_error, moment, unknown_cluster_error
+from replay.spark.rules import INCOMPLETE
+from replay.spark.tables import ACL_FIELDS, REPLAY_ID, REPLAY_STATE, has_commit, is_uri
+
+_TABLES = ("acl_history", "acl_events", "log_coverage", "offset_times")
+_ATTEMPTS = 5  # reads of a cluster's rows while replays keep switching it, before asking Spark instead
+
+
+class Unreadable(Exception):
+    """delta-rs cannot answer for this lake (the message says why): the question goes to Spark."""
+
+
+@dataclass(frozen=True)
+class _Cluster:
+    """What the moment of a question needs of one cluster's visible rows."""
+
+    coverage: list[dict[str, Any]]
+    times: OffsetTimes
+    first_time: tuple[int, int] | None  # (time, offset) of the earliest index entry
+
+
+class LakeFiles:
+    """A directory lake read with delta-rs, for as-of questions."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+
+    @classmethod
+    def open(cls, location: str) -> LakeFiles:
+        """The lake at a local directory; `Unreadable` when delta-rs is not installed, the location is not a local
+        directory, or it holds no replayed tables (an old lake, a catalog)."""
+        if location.startswith("file:"):
+            location = location[len("file:"):]
+            location = "/" + location.lstrip("/") if location.startswith("//") else location
+        elif is_uri(location):
+            raise Unreadable(f"{location} is not a local directory")
+        try:
+            import deltalake  # noqa: F401  (an optional dependency of the spark extra)
+        except ImportError:
+            raise Unreadable("the deltalake package is not installed (pip install 'kraft-acl-replay[spark]')") from None
+        lake = cls(os.path.abspath(os.path.expanduser(location)))
+        missing = [t for t in (*_TABLES, REPLAY_STATE) if not has_commit(os.path.join(lake.location, t, "_delta_log"))]
+        if missing:
+            raise Unreadable(f"the lake at {lake.location} has no table {', '.join(missing)} yet")
+        return lake
+
+    # ---- the question ----------------------------------------------------------------------------------------
+    def state_at(self, cluster: str, offset: int | None = None, time: int | None = None) -> LakeState:
+        """`replay.spark.queries.state_at`, answered from the files (the same errors for the same questions)."""
+        for _ in range(_ATTEMPTS):
+            before = self._version(REPLAY_STATE)
+            state = self._answer(cluster, offset, time)
+            if self._version(REPLAY_STATE) == before:  # no replay switched while the rows were read
+                return state
+        raise Unreadable(f"replays of {cluster!r} kept switching while its rows were read")
+
+    def states_at(self, cluster: str, offsets: list[int]) -> dict[int, LakeState]:
+        """`state_at` at each of `offsets`, the cluster's rows read once (`queries.states_at`)."""
+        for at in offsets:
+            check_offset(at)
+        for _ in range(_ATTEMPTS):
+            before = self._version(REPLAY_STATE)
+            visible = self._visible_replays()
+            rows = self._cluster(cluster, visible)
+            result = self._result(cluster, visible, rows, None)
+            states = {at: self._state(cluster, visible, rows, result, at) for at in offsets}
+            if self._version(REPLAY_STATE) == before:
+                return states
+        raise Unreadable(f"replays of {cluster!r} kept switching while its rows were read")
+
+    def _answer(self, cluster: str, offset: int | None, time: int | None) -> LakeState:
+        visible = self._visible_replays()
+        rows = self._cluster(cluster, visible)
+
+        def before_history(time_ms: int) -> QuestionError:
+            if rows.first_time is None:
+                return self._unknown(cluster, visible)
+            return before_history_error(cluster, time_ms, *rows.first_time)
+
+        ends = [r["end_offset"] for r in rows.coverage if r["kind"] != INCOMPLETE]  # `rules.known_end_sql`
+        at = moment(offset, time, rows.times.offset_at_time, lambda: max(ends, default=None), before_history,
+                    lambda: self._unknown(cluster, visible))
+        state = self._state(cluster, visible, rows, self._result(cluster, visible, rows, at), at)
+        return state if time is None else replace(state, time=time)
+
+    def _result(self, cluster: str, visible: dict[str, str | None] | None, rows: _Cluster,
+                at: int | None) -> ReplayResult:
+        """The cluster's rows as the Python engine holds a replay (only what can matter at `at`, when given)."""
+        coverage = [CoverageRange(r["start_offset"], r["end_offset"], CoverageKind(r["kind"]), r["source"] or "")
+                    for r in rows.coverage if r["kind"] != INCOMPLETE]
+        incomplete = [(r["start_offset"], r["end_offset"]) for r in rows.coverage if r["kind"] == INCOMPLETE]
+        return ReplayResult(self._lifetimes(cluster, visible, at), self._events(cluster, visible, at), coverage, [],
+                            rows.times, incomplete=incomplete)
+
+    def _state(self, cluster: str, visible: dict[str, str | None] | None, rows: _Cluster, result: ReplayResult,
+               at: int) -> LakeState:
+        state = result.state_at(at)
+        if not state.certain and not state.uncertain and not state.covered and not rows.coverage:
+            raise self._unknown(cluster, visible)  # as `queries.states_at`: nothing at all, and no such cluster
+        return LakeState(cluster, at, result.time_of(at), state.certain, state.uncertain, state.covered,
+                         state.complete, state.unpublished)
+
+    def _unknown(self, cluster: str, visible: dict[str, str | None] | None) -> QuestionError:
+        """`queries.unknown_cluster`: the error naming the clusters whose visible rows `log_coverage` holds."""
+        dataset = self._dataset("log_coverage")
+        tagged = visible is not None and REPLAY_ID in dataset.schema.names
+        table = dataset.to_table(columns=["cluster_id", REPLAY_ID] if tagged else ["cluster_id"])
+        names = table.column("cluster_id").to_pylist()
+        tags = table.column(REPLAY_ID).to_pylist() if tagged else [None] * len(names)
+        shown = visible or {}
+        clusters = sorted({c for c, r in zip(names, tags, strict=True) if not tagged or r == shown.get(c)})
+        return unknown_cluster_error(self.location, cluster, clusters)
+
+    # ---- the rows --------------------------------------------------------------------------------------------
+    def _cluster(self, cluster: str, visible: dict[str, str | None] | None) -> _Cluster:
+        coverage = self._read("log_coverage", cluster, ["start_offset", "end_offset", "kind", "source"],
+                              visible).to_pylist()
+        times = self._read("offset_times", cluster, ["offset", "time"], visible).sort_by("offset")
+        offsets = array("q", times.column("offset").to_numpy().tobytes())
+        stamps = array("q", times.column("time").to_numpy().tobytes())
+        first = None
+        if len(stamps):
+            earliest = min(stamps)
+            first = (earliest, offsets[stamps.index(earliest)])
+        return _Cluster(coverage, OffsetTimes.of_columns(offsets, stamps), first)
+
+    def _lifetimes(self, cluster: str, visible: dict[str, str | None] | None, at: int | None) -> list[AclLifetime]:
+        """The cluster's lifetimes; with `at`, those that can be live there (a superset the rules then decide: begun
+        by then, not certainly gone by then)."""
+        import pyarrow.compute as pc
+
+        near = None if at is None else (pc.field("valid_from_min_offset") <= at) & (
+            pc.field("valid_to_offset").is_null() | (pc.field("valid_to_offset") > at))
+        columns = ["acl_id", *ACL_FIELDS, "valid_from_offset", "valid_from_min_offset", "valid_from_time", "began_by",
+                   "valid_to_offset", "valid_to_min_offset", "valid_to_time", "ended_by"]
+        return [AclLifetime(r["acl_id"], AclBinding(*(r[c] for c in ACL_FIELDS)), r["valid_from_offset"],
+                            r["valid_from_min_offset"], r["valid_from_time"], Cause(r["began_by"]),
+                            r["valid_to_offset"], r["valid_to_min_offset"], r["valid_to_time"],
+                            Cause(r["ended_by"]) if r["ended_by"] is not None else None)
+                for r in self._read("acl_history", cluster, columns, visible, near).to_pylist()]
+
+    def _events(self, cluster: str, visible: dict[str, str | None] | None, at: int | None) -> list[AclEvent]:
+        """The events that can hold a moment back (`as_of.unpublished_at`): of logged records; with `at`, those
+        visible only after it."""
+        import pyarrow.compute as pc
+
+        later = pc.field("record_offset").is_valid()
+        if at is not None:
+            later = later & (pc.field("offset") > at)
+        columns = ["offset", "time", "acl_id", "change", "cause", *ACL_FIELDS, "record_offset", "offset_min",
+                   "exact", "seq"]
+        return [AclEvent(r["offset"], r["time"], r["acl_id"], Change(r["change"]), Cause(r["cause"]),
+                         AclBinding(*(r[c] for c in ACL_FIELDS)), r["record_offset"], r["offset_min"], r["exact"],
+                         r["seq"])
+                for r in self._read("acl_events", cluster, columns, visible, later).to_pylist()]
+
+    def _visible_replays(self) -> dict[str, str | None] | None:
+        """Per cluster, the replay whose rows readers see; None for a lake written before replays were tagged."""
+        table = self._dataset(REPLAY_STATE)
+        if "visible_replay_id" not in table.schema.names:
+            return None
+        rows = table.to_table(columns=["cluster_id", "visible_replay_id"])
+        return dict(zip(rows.column("cluster_id").to_pylist(), rows.column("visible_replay_id").to_pylist(),
+                        strict=True))
+
+    def _read(self, name: str, cluster: str, columns: list[str], visible: dict[str, str | None] | None,
+              where: Any = None) -> Any:
+        """A replay table's rows of `cluster` in its visible replay, as `Lake.source` gives them:
+        `replay_id <=> visible_replay_id` (a cluster without one: untagged rows only; an untagged lake: all)."""
+        import pyarrow.compute as pc
+
+        dataset = self._dataset(name)
+        mine = pc.field("cluster_id") == cluster
+        if visible is not None and REPLAY_ID in dataset.schema.names:
+            shown = visible.get(cluster)
+            mine = mine & (pc.field(REPLAY_ID).is_null() if shown is None else pc.field(REPLAY_ID) == shown)
+        return dataset.to_table(columns=columns, filter=mine if where is None else where & mine)
+
+    def _dataset(self, name: str) -> Any:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        try:
+            return DeltaTable(os.path.join(self.location, name)).to_pyarrow_dataset()
+        except DeltaError as e:
+            raise Unreadable(f"delta-rs cannot read {os.path.join(self.location, name)}: {e}") from e
+
+    def _version(self, name: str) -> int:
+        from deltalake import DeltaTable
+
+        return int(DeltaTable(os.path.join(self.location, name)).version())

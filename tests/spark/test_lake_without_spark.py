@@ -1,0 +1,129 @@
+"""Issue 12: `kraft-replay acls --lake` reads a lake directory with delta-rs instead of starting Spark
+(`replay.spark.lake_without_spark`). Spark's answer is the oracle: on every sample, at every offset of its history
+and past it, by time, and for the wrong questions, both readers must give the same state, coverage, time and the
+same errors; and a replay that is written but not switched yet must stay invisible to both.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark_dumps import SAMPLES
+
+from replay import cli
+from replay.kafka.model import QuestionError
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def files(sample_lake: Any) -> Any:
+    from replay.spark.lake_without_spark import LakeFiles
+
+    return LakeFiles.open(sample_lake.location)
+
+
+def _interesting(lake: Any, cluster: str) -> list[int]:
+    """Offsets where the answer can change: every event's offset and record offset with their neighbours, every
+    coverage bound, the first offsets and past the end."""
+    from pyspark.sql import functions as F
+
+    events = lake.read("acl_events").where(F.col("cluster_id") == cluster)
+    marks = {v for r in events.select("offset", "offset_min", "record_offset").collect() for v in r if v is not None}
+    cov = lake.read("log_coverage").where(F.col("cluster_id") == cluster).select("start_offset", "end_offset")
+    marks |= {v for r in cov.collect() for v in r}
+    return sorted({m + d for m in marks | {0} for d in (-1, 0, 1) if m + d >= 0})
+
+
+def test_every_sample_at_every_interesting_offset_is_answered_as_spark_answers(sample_lake: Any, files: Any) -> None:
+    from replay.spark.queries import states_at
+
+    asked = 0
+    for sample in SAMPLES:
+        offsets = _interesting(sample_lake, sample.name)
+        offsets += [offsets[-1] + 1, offsets[-1] + 1000]  # past the known history: answered, not covered
+        want = states_at(sample_lake, sample.name, offsets)
+        got = files.states_at(sample.name, offsets)
+        for at in offsets:
+            assert got[at] == want[at], (sample.name, at)
+        # one question at a time reads only the rows that can matter at its offset: the same answers
+        for at in offsets[:: max(1, len(offsets) // 12)]:
+            assert files.state_at(sample.name, offset=at) == want[at], (sample.name, at)
+        assert any(s.unpublished for s in want.values()) or sample.name != "retention-gap"
+        assert any(s.uncertain for s in want.values()) or sample.name != "retention-gap"
+        asked += len(offsets)
+    assert asked > 100
+
+
+def test_by_time_at_the_end_and_the_wrong_questions(sample_lake: Any, files: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from replay.spark.queries import state_at
+
+    for sample in SAMPLES:
+        cluster = sample.name
+        times = sorted(r[0] for r in sample_lake.read("offset_times").where(F.col("cluster_id") == cluster)
+                       .select("time").collect())
+        for t in {times[0], times[len(times) // 2] - 1, times[len(times) // 2], times[-1] + 60_000}:
+            assert files.state_at(cluster, time=t) == state_at(sample_lake, cluster, time=t), (cluster, t)
+        assert files.state_at(cluster) == state_at(sample_lake, cluster), cluster  # the end of known history
+        for wrong in ({"time": times[0] - 1}, {"offset": -1}):
+            with pytest.raises(QuestionError) as by_spark:
+                state_at(sample_lake, cluster, **wrong)
+            with pytest.raises(QuestionError) as by_files:
+                files.state_at(cluster, **wrong)
+            assert (type(by_files.value), str(by_files.value)) == (type(by_spark.value), str(by_spark.value))
+    for kwargs in ({}, {"offset": 5}, {"time": 1}):
+        with pytest.raises(QuestionError) as by_spark:
+            state_at(sample_lake, "no-such-cluster", **kwargs)
+        with pytest.raises(QuestionError) as by_files:
+            files.state_at("no-such-cluster", **kwargs)
+        assert (type(by_files.value), str(by_files.value)) == (type(by_spark.value), str(by_spark.value))
+        assert all(repr(s.name) in str(by_files.value) for s in SAMPLES)  # it names the clusters the lake holds
+
+
+def test_the_command_line_answers_without_spark_and_with_it_alike(sample_lake: Any,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = "retention-gap"
+    answers = {}
+    for engine in ("delta-rs", "spark", "auto"):
+        out = io.StringIO()
+        assert cli.main(["acls", "--lake", sample_lake.location, "--lake-cluster", cluster, "--as-of-offset", "100",
+                         "--output", "json", "--engine", engine], out) == cli.EXIT_OK, capsys.readouterr().err
+        answers[engine] = json.loads(out.getvalue())
+        assert "asking Spark instead" not in capsys.readouterr().err
+    assert answers["delta-rs"] == answers["spark"] == answers["auto"]
+    assert not answers["spark"]["covered"] and answers["spark"]["acls"] == []  # in the sample's hole: said
+    # a catalog cannot be read without Spark: said, before anything starts
+    assert cli.main(["acls", "--catalog", "main.kraft", "--lake-cluster", cluster, "--engine", "delta-rs"],
+                    io.StringIO()) == cli.EXIT_USAGE
+    assert "--engine delta-rs reads a lake directory" in capsys.readouterr().err
+
+
+def test_a_replay_not_switched_yet_stays_invisible(spark: Any, sample_lake: Any, tmp_path: Path) -> None:
+    """A replay writes its rows beside the visible ones before its `replay_state` commit makes them visible: rows
+    of another replay id in the tables must not change the answer (`Lake.source`), nor rows of a cluster that has
+    no visible replay."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.lake_without_spark import LakeFiles
+    from replay.spark.queries import states_at
+    from replay.spark.tables import REPLAY_ID, Lake
+
+    copy = Lake(spark, str(tmp_path / "lake"))
+    shutil.copytree(sample_lake.location, copy.location)
+    cluster = "retention-gap"
+    ghost = copy.read_raw("acl_history").where(F.col("cluster_id") == cluster).withColumn(REPLAY_ID, F.lit("ghost"))
+    ghost.union(ghost.withColumn("cluster_id", F.lit("half-replayed"))).write.format("delta").mode("append").save(
+        copy.table_path("acl_history"))
+    offsets = _interesting(copy, cluster)
+    files = LakeFiles.open(copy.location)
+    assert files.states_at(cluster, offsets) == states_at(copy, cluster, offsets)
+    assert files.states_at(cluster, offsets) == LakeFiles.open(sample_lake.location).states_at(cluster, offsets)
+    with pytest.raises(QuestionError, match="'half-replayed' has no replayed history"):
+        files.state_at("half-replayed", offset=5)
