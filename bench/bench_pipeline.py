@@ -407,6 +407,7 @@ class SizeRun:
             "replay_spark": by["replay"].spark, "ingest_spark": by["ingest"].spark,
             "answers": {"expected": expected,
                         "acls_path": {k: v for k, v in path_answer.items() if k != "ids"},
+                        "acls_path_all": {k: v for k, v in acl_answer(self.acls_all_file).items() if k != "ids"},
                         "acls_lake": {k: v for k, v in lake_answer.items() if k != "ids"},
                         "same_ids": path_answer.get("ids") == lake_answer.get("ids"),
                         "same_ids_spark": acl_answer(self.work / "acls-lake-spark.json").get("ids")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 from replay import demo
 from replay.kafka import dumplog, outputs
@@ -31,6 +31,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the command could not do its work (e.g. an ingest with nothing to read)
 EXIT_PROBLEMS = 3  # --strict and something was wrong with the input
 EXIT_USAGE = 2
+_T = TypeVar("_T")
 # what the [spark] extra installs that the Spark commands import
 SPARK_MODULES = {"pyspark", "delta", "pyarrow", "pandas", "py4j"}
 
@@ -231,9 +232,9 @@ def _inspect_dump_log(args: argparse.Namespace, out: TextIO, summary: Any) -> in
     return EXIT_PROBLEMS if args.strict and summary.total else EXIT_OK
 
 
-def _state_from_files(args: argparse.Namespace) -> Any:
-    """The lake's answer read with delta-rs, without starting Spark (`replay.spark.lake_without_spark`), or None
-    when Spark answers: `--engine spark`, a catalog, a URI, `--master`, or a lake delta-rs cannot read (said)."""
+def _from_files(args: argparse.Namespace, ask: Callable[[Any], _T]) -> _T | None:
+    """`ask(lake)` of the lake read with delta-rs, without starting Spark (`replay.spark.lake_without_spark`), or
+    None when Spark answers: `--engine spark`, a catalog, a URI, `--master`, or a lake delta-rs cannot read (said)."""
     forced = args.engine == "delta-rs"
     if forced and (args.catalog or args.master):
         raise QuestionError("--engine delta-rs reads a lake directory (--lake DIR) without Spark: leave out "
@@ -246,7 +247,7 @@ def _state_from_files(args: argparse.Namespace) -> Any:
     from replay.spark.lake_without_spark import LakeFiles, Unreadable
 
     try:
-        return LakeFiles.open(location).state_at(args.lake_cluster, offset=args.as_of_offset, time=args.as_of_time)
+        return ask(LakeFiles.open(location))
     except Unreadable as e:
         if forced:
             raise QuestionError(f"--engine delta-rs: {e}") from e
@@ -268,7 +269,8 @@ def cmd_acls(args: argparse.Namespace, out: TextIO) -> int:
         if not args.lake_cluster:
             print("kraft-replay acls: --lake-cluster NAME is required with --lake/--catalog", file=sys.stderr)
             return EXIT_USAGE
-        lake_state = _state_from_files(args)
+        lake_state = _from_files(args, lambda files: files.state_at(
+            args.lake_cluster, offset=args.as_of_offset, time=args.as_of_time))
         if lake_state is None:
             lake_state = queries.state_at(_lake(args), args.lake_cluster, offset=args.as_of_offset,
                                           time=args.as_of_time)
@@ -526,12 +528,12 @@ _HISTORY_COLUMNS = ["acl_id", "resource_type", "resource_name", "pattern_type", 
 
 
 def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
-    from replay.spark.queries import changes_between
+    span = {"start": args.from_offset, "end": args.to_offset, "start_time": args.from_time, "end_time": args.to_time}
+    rows = _from_files(args, lambda files: files.changes_between(args.lake_cluster, **span))
+    if rows is None:
+        from replay.spark.queries import changes_between
 
-    lake = _lake(args)
-    df = changes_between(lake, args.lake_cluster, start=args.from_offset, end=args.to_offset,
-                         start_time=args.from_time, end_time=args.to_time)
-    rows = [r.asDict() for r in df.collect()]
+        rows = [r.asDict() for r in changes_between(_lake(args), args.lake_cluster, **span).collect()]
     render = _renderer(args, out)
     if render.fmt == "table":  # people read times; machines get epoch ms, as the lake holds them
         for r in rows:
@@ -541,17 +543,19 @@ def cmd_changes(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_history(args: argparse.Namespace, out: TextIO) -> int:
-    from pyspark.sql import functions as F
+    rows = _from_files(args, lambda files: files.history(args.lake_cluster, args.principal or None,
+                                                         args.resource or None))
+    if rows is None:
+        from pyspark.sql import functions as F
 
-    from replay.spark.queries import history
+        from replay.spark.queries import history
 
-    lake = _lake(args)
-    df = history(lake, args.lake_cluster)
-    if args.principal:
-        df = df.where(F.col("principal") == args.principal)
-    if args.resource:
-        df = df.where(F.col("resource_name") == args.resource)
-    rows = [r.asDict() for r in df.orderBy("valid_from_offset", "acl_id").collect()]
+        df = history(_lake(args), args.lake_cluster)
+        if args.principal:
+            df = df.where(F.col("principal") == args.principal)
+        if args.resource:
+            df = df.where(F.col("resource_name") == args.resource)
+        rows = [r.asDict() for r in df.orderBy("valid_from_offset", "acl_id").collect()]
     _renderer(args, out).rows(rows, _HISTORY_COLUMNS)
     return EXIT_OK
 
@@ -585,7 +589,7 @@ def cmd_install_sql(args: argparse.Namespace, out: TextIO) -> int:
     from pyspark.sql import SparkSession
 
     from replay.spark.install import install, install_statements
-    from replay.spark.tables import Lake, is_catalog_location, is_uri
+    from replay.spark.tables import Lake
 
     location = args.catalog or args.lake or "lakehouse"
     if not args.catalog and not args.schema:
@@ -596,10 +600,7 @@ def cmd_install_sql(args: argparse.Namespace, out: TextIO) -> int:
         for statement in install_statements(names, args.schema):
             out.write(statement + ";\n")
         return EXIT_OK
-    if not args.catalog and not is_catalog_location(location) and not is_uri(location) and not os.path.isdir(location):
-        raise QuestionError(f"no lake at {os.path.abspath(location)}: give --lake DIR of a lake that "
-                            "`kraft-replay ingest` wrote")
-    lake = _lake(args)
+    lake = _lake(args)  # a directory that does not exist is said before Spark starts
     done = install(lake.spark, lake, args.schema)
     counts = {"functions": sum(s.startswith("CREATE OR REPLACE FUNCTION") for s in done),
               "views": sum(s.startswith("CREATE OR REPLACE VIEW") for s in done),
@@ -971,6 +972,13 @@ def _lake_options(p: argparse.ArgumentParser, cluster_required: bool = True) -> 
     p.add_argument("--master", help="Spark master URL, e.g. spark://host:7077 (default local[*] or Databricks)")
 
 
+def _engine_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=["auto", "spark", "delta-rs"], default="auto",
+                   help="how the lake is read: auto (the default) reads a lake directory with delta-rs, without "
+                        "starting Spark, and asks Spark for a catalog, a URI or with --master; spark or delta-rs "
+                        "choose")
+
+
 def _old_format(p: argparse.ArgumentParser, command: str) -> None:
     """The `--format` this command had before `--output`: still read, not shown (see `_settle`)."""
     p.add_argument("--format", choices=sorted(_DEPRECATED[command]), help=argparse.SUPPRESS)
@@ -1087,10 +1095,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--read-all", action="store_true",
                    help="replay every file; by default a dump of one node is answered from the last snapshot at or "
                         "before the moment asked and the log after it, when that gives the same answer")
-    p.add_argument("--engine", choices=["auto", "spark", "delta-rs"], default="auto",
-                   help="how a lake is read: auto (the default) reads a lake directory with delta-rs, without "
-                        "starting Spark, and asks Spark for a catalog, a URI or with --master; spark or delta-rs "
-                        "choose")
+    _engine_option(p)
     p.set_defaults(func=cmd_acls)
 
     p = sub.add_parser("ingest", parents=[output],
@@ -1150,6 +1155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("changes", parents=[output], help="ACL changes between two offsets or times, from the lake")
     _lake_options(p)
     _span_options(p)
+    _engine_option(p)
     _old_format(p, "changes")
     p.set_defaults(func=cmd_changes)
 
@@ -1157,6 +1163,7 @@ def build_parser() -> argparse.ArgumentParser:
     _lake_options(p)
     p.add_argument("--principal", help="only this principal's ACLs, e.g. User:alice")
     p.add_argument("--resource", help="only ACLs on this resource name")
+    _engine_option(p)
     _old_format(p, "history")
     p.set_defaults(func=cmd_history)
 

@@ -1,4 +1,5 @@
-"""`kraft-replay acls --lake` answered from a directory lake's Delta tables without starting Spark.
+"""`kraft-replay acls --lake` (and `changes`, `history`) answered from a directory lake's Delta tables without
+starting Spark.
 
 A Spark session takes 15-35 s to start for one question, while the rows the question needs are a cluster's ACL
 lifetimes, its coverage and its time index. delta-rs (the `deltalake` package) reads them from the same Delta tables
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import os
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from replay.kafka.acl import AclBinding
 from replay.kafka.model import QuestionError, check_offset
@@ -29,10 +31,18 @@ from replay.kafka.replayer import (
 )
 from replay.spark.queries import LakeState, before_history_error, moment, unknown_cluster_error
 from replay.spark.rules import INCOMPLETE
-from replay.spark.tables import ACL_FIELDS, REPLAY_ID, REPLAY_STATE, has_commit, is_uri
+from replay.spark.tables import ACL_FIELDS, REPLAY_ID, REPLAY_STATE, VISIBLE_SCHEMAS, has_commit, is_uri
 
 _TABLES = ("acl_history", "acl_events", "log_coverage", "offset_times")
 _ATTEMPTS = 5  # reads of a cluster's rows while replays keep switching it, before asking Spark instead
+
+
+_T = TypeVar("_T")
+
+
+def _columns(table: str) -> list[str]:
+    """A replay table's columns as readers see them (`Lake.source`: without the replay tag)."""
+    return VISIBLE_SCHEMAS[table].fieldNames()
 
 
 class Unreadable(Exception):
@@ -49,7 +59,8 @@ class _Cluster:
 
 
 class LakeFiles:
-    """A directory lake read with delta-rs, for as-of questions."""
+    """A directory lake read with delta-rs, for the questions the CLI asks of one cluster (`acls`, `changes`,
+    `history`)."""
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -73,28 +84,76 @@ class LakeFiles:
             raise Unreadable(f"the lake at {lake.location} has no table {', '.join(missing)} yet")
         return lake
 
-    # ---- the question ----------------------------------------------------------------------------------------
+    # ---- the questions --------------------------------------------------------------------------------------
     def state_at(self, cluster: str, offset: int | None = None, time: int | None = None) -> LakeState:
         """`replay.spark.queries.state_at`, answered from the files (the same errors for the same questions)."""
-        for _ in range(_ATTEMPTS):
-            before = self._version(REPLAY_STATE)
-            state = self._answer(cluster, offset, time)
-            if self._version(REPLAY_STATE) == before:  # no replay switched while the rows were read
-                return state
-        raise Unreadable(f"replays of {cluster!r} kept switching while its rows were read")
+        return self._consistent(cluster, lambda: self._answer(cluster, offset, time))
 
     def states_at(self, cluster: str, offsets: list[int]) -> dict[int, LakeState]:
         """`state_at` at each of `offsets`, the cluster's rows read once (`queries.states_at`)."""
         for at in offsets:
             check_offset(at)
-        for _ in range(_ATTEMPTS):
-            before = self._version(REPLAY_STATE)
+
+        def ask() -> dict[int, LakeState]:
             visible = self._visible_replays()
             rows = self._cluster(cluster, visible)
             result = self._result(cluster, visible, rows, None)
-            states = {at: self._state(cluster, visible, rows, result, at) for at in offsets}
+            return {at: self._state(cluster, visible, rows, result, at) for at in offsets}
+
+        return self._consistent(cluster, ask)
+
+    def history(self, cluster: str, principal: str | None = None, resource: str | None = None) -> list[dict[str, Any]]:
+        """The cluster's ACL lifetimes (`queries.history`), of one principal or resource name when given, as
+        `acl_history`'s rows in the order `kraft-replay history` lists them (by valid_from_offset, then id)."""
+        import pyarrow.compute as pc
+
+        where = None
+        for column, value in (("principal", principal), ("resource_name", resource)):
+            if value is not None:
+                match = pc.field(column) == value
+                where = match if where is None else where & match
+
+        def ask() -> list[dict[str, Any]]:
+            rows = self._read("acl_history", cluster, _columns("acl_history"), self._visible_replays(), where)
+            return list(rows.sort_by([("valid_from_offset", "ascending"), ("acl_id", "ascending")]).to_pylist())
+
+        return self._consistent(cluster, ask)
+
+    def changes_between(self, cluster: str, start: int | None = None, end: int | None = None,
+                        start_time: int | None = None, end_time: int | None = None) -> list[dict[str, Any]]:
+        """The visible changes with start < offset <= end, by offset or by time (`queries.changes_between`), as
+        `acl_events`' rows in the order they apply."""
+        import pyarrow.compute as pc
+
+        def ask() -> list[dict[str, Any]]:
+            visible = self._visible_replays()
+            lower, upper = start, end
+            if start_time is not None or end_time is not None:
+                times = self._cluster(cluster, visible).times
+                if start_time is not None:
+                    found = times.offset_at_time(start_time)
+                    lower = -1 if found is None else found
+                if end_time is not None:
+                    found = times.offset_at_time(end_time)
+                    upper = -1 if found is None else found
+            where = None
+            if lower is not None:
+                where = pc.field("offset") > lower
+            if upper is not None:
+                below = pc.field("offset") <= upper
+                where = below if where is None else where & below
+            rows = self._read("acl_events", cluster, _columns("acl_events"), visible, where)
+            return list(rows.sort_by([("offset", "ascending"), ("seq", "ascending")]).to_pylist())
+
+        return self._consistent(cluster, ask)
+
+    def _consistent(self, cluster: str, ask: Callable[[], _T]) -> _T:
+        """`ask()` again until no replay switched while it read (`replay_state` kept its version throughout)."""
+        for _ in range(_ATTEMPTS):
+            before = self._version(REPLAY_STATE)
+            answer = ask()
             if self._version(REPLAY_STATE) == before:
-                return states
+                return answer
         raise Unreadable(f"replays of {cluster!r} kept switching while its rows were read")
 
     def _answer(self, cluster: str, offset: int | None, time: int | None) -> LakeState:

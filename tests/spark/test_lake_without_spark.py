@@ -1,5 +1,5 @@
-"""Issue 12: `kraft-replay acls --lake` reads a lake directory with delta-rs instead of starting Spark
-(`replay.spark.lake_without_spark`). Spark's answer is the oracle: on every sample, at every offset of its history
+"""Issue 12: `kraft-replay acls --lake` (and `changes`, `history`) read a lake directory with delta-rs instead of
+starting Spark (`replay.spark.lake_without_spark`). Spark's answer is the oracle: on every sample, at every offset of its history
 and past it, by time, and for the wrong questions, both readers must give the same state, coverage, time and the
 same errors; and a replay that is written but not switched yet must stay invisible to both.
 """
@@ -40,6 +40,7 @@ def _interesting(lake: Any, cluster: str) -> list[int]:
     return sorted({m + d for m in marks | {0} for d in (-1, 0, 1) if m + d >= 0})
 
 
+@pytest.mark.slow  # every sample, a few hundred offsets each
 def test_every_sample_at_every_interesting_offset_is_answered_as_spark_answers(sample_lake: Any, files: Any) -> None:
     from replay.spark.queries import states_at
 
@@ -60,6 +61,7 @@ def test_every_sample_at_every_interesting_offset_is_answered_as_spark_answers(s
     assert asked > 100
 
 
+@pytest.mark.slow  # a Spark question per time: a minute and more
 def test_by_time_at_the_end_and_the_wrong_questions(sample_lake: Any, files: Any) -> None:
     from pyspark.sql import functions as F
 
@@ -67,24 +69,50 @@ def test_by_time_at_the_end_and_the_wrong_questions(sample_lake: Any, files: Any
 
     for sample in SAMPLES:
         cluster = sample.name
+        assert files.state_at(cluster) == state_at(sample_lake, cluster), cluster  # the end of known history
         times = sorted(r[0] for r in sample_lake.read("offset_times").where(F.col("cluster_id") == cluster)
                        .select("time").collect())
-        for t in {times[0], times[len(times) // 2] - 1, times[len(times) // 2], times[-1] + 60_000}:
+        # the sample with a hole is asked at its first time, between two, at one and after the last; the others once
+        asked = {times[0], times[len(times) // 2] - 1, times[len(times) // 2], times[-1] + 60_000}
+        for t in asked if cluster == "retention-gap" else {times[len(times) // 2] - 1}:
             assert files.state_at(cluster, time=t) == state_at(sample_lake, cluster, time=t), (cluster, t)
-        assert files.state_at(cluster) == state_at(sample_lake, cluster), cluster  # the end of known history
-        for wrong in ({"time": times[0] - 1}, {"offset": -1}):
-            with pytest.raises(QuestionError) as by_spark:
-                state_at(sample_lake, cluster, **wrong)
-            with pytest.raises(QuestionError) as by_files:
-                files.state_at(cluster, **wrong)
-            assert (type(by_files.value), str(by_files.value)) == (type(by_spark.value), str(by_spark.value))
-    for kwargs in ({}, {"offset": 5}, {"time": 1}):
+    times = sorted(r[0] for r in sample_lake.read("offset_times").where(F.col("cluster_id") == "retention-gap")
+                   .select("time").collect())
+    wrong = [("retention-gap", {"time": times[0] - 1}), ("retention-gap", {"offset": -1}),
+             *(("no-such-cluster", kwargs) for kwargs in ({}, {"offset": 5}, {"time": 1}))]
+    for cluster, kwargs in wrong:
         with pytest.raises(QuestionError) as by_spark:
-            state_at(sample_lake, "no-such-cluster", **kwargs)
+            state_at(sample_lake, cluster, **kwargs)
         with pytest.raises(QuestionError) as by_files:
-            files.state_at("no-such-cluster", **kwargs)
+            files.state_at(cluster, **kwargs)
         assert (type(by_files.value), str(by_files.value)) == (type(by_spark.value), str(by_spark.value))
-        assert all(repr(s.name) in str(by_files.value) for s in SAMPLES)  # it names the clusters the lake holds
+    assert all(repr(s.name) in str(by_files.value) for s in SAMPLES)  # the unknown cluster's names the lake's
+
+
+def test_history_and_changes_are_sparks_rows(sample_lake: Any, files: Any) -> None:
+    from pyspark.sql import functions as F
+
+    from replay.spark.queries import changes_between, history
+
+    for sample in SAMPLES:
+        cluster = sample.name
+        lifetimes = history(sample_lake, cluster).orderBy("valid_from_offset", "acl_id")
+        want = [r.asDict() for r in lifetimes.collect()]
+        assert files.history(cluster) == want and want, cluster
+        alice = [r.asDict() for r in lifetimes.where(F.col("principal") == want[0]["principal"]).collect()]
+        assert files.history(cluster, principal=want[0]["principal"]) == alice
+        named = [r.asDict() for r in lifetimes.where(F.col("resource_name") == want[-1]["resource_name"]).collect()]
+        assert files.history(cluster, resource=want[-1]["resource_name"]) == named
+        events = sorted(r["offset"] for r in sample_lake.read("acl_events").where(F.col("cluster_id") == cluster)
+                        .select("offset").collect())
+        times = sorted(r["time"] for r in sample_lake.read("offset_times").where(F.col("cluster_id") == cluster)
+                       .select("time").collect())
+        middle = events[len(events) // 2]
+        for span in ({}, {"start": middle}, {"end": middle}, {"start": events[0], "end": middle},
+                     {"start_time": times[len(times) // 3], "end_time": times[-1]}, {"end_time": times[0] - 1}):
+            rows = [r.asDict() for r in changes_between(sample_lake, cluster, **span).collect()]
+            assert files.changes_between(cluster, **span) == rows, (cluster, span)
+    assert files.history("no-such-cluster") == [] and files.changes_between("no-such-cluster") == []
 
 
 def test_the_command_line_answers_without_spark_and_with_it_alike(sample_lake: Any,
@@ -99,6 +127,14 @@ def test_the_command_line_answers_without_spark_and_with_it_alike(sample_lake: A
         assert "asking Spark instead" not in capsys.readouterr().err
     assert answers["delta-rs"] == answers["spark"] == answers["auto"]
     assert not answers["spark"]["covered"] and answers["spark"]["acls"] == []  # in the sample's hole: said
+    for command in (["changes", "--from-offset", "150", "--to-offset", "200"], ["history", "--principal", "User:alice"]):
+        lines = {}
+        for engine in ("delta-rs", "spark"):
+            out = io.StringIO()
+            assert cli.main([*command, "--lake", sample_lake.location, "--lake-cluster", cluster, "--output",
+                             "jsonl", "--engine", engine], out) == cli.EXIT_OK
+            lines[engine] = out.getvalue().splitlines()
+        assert lines["delta-rs"] == lines["spark"] and lines["spark"], command
     # a catalog cannot be read without Spark: said, before anything starts
     assert cli.main(["acls", "--catalog", "main.kraft", "--lake-cluster", cluster, "--engine", "delta-rs"],
                     io.StringIO()) == cli.EXIT_USAGE
@@ -127,3 +163,14 @@ def test_a_replay_not_switched_yet_stays_invisible(spark: Any, sample_lake: Any,
     assert files.states_at(cluster, offsets) == LakeFiles.open(sample_lake.location).states_at(cluster, offsets)
     with pytest.raises(QuestionError, match="'half-replayed' has no replayed history"):
         files.state_at("half-replayed", offset=5)
+
+
+def test_what_delta_rs_cannot_answer_goes_to_spark_and_says_why(tmp_path: Path) -> None:
+    from replay.spark.lake_without_spark import LakeFiles, Unreadable
+
+    with pytest.raises(Unreadable, match="is not a local directory"):
+        LakeFiles.open("s3a://bucket/lake")
+    (tmp_path / "metadata_records" / "_delta_log").mkdir(parents=True)  # ingested with --no-replay: no replay yet
+    with pytest.raises(Unreadable, match="has no table acl_history, acl_events, log_coverage, offset_times, "
+                                         "replay_state yet"):
+        LakeFiles.open(f"file://{tmp_path}")
