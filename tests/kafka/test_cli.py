@@ -479,6 +479,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
     lake = types.SimpleNamespace(spark=types.SimpleNamespace(sql=sql),
                                  name_tables=lambda only=None: calls["name_tables"].append(only) or ["anomalies"])
     monkeypatch.setattr(cli, "_lake", lambda args, create=False: lake)
+    monkeypatch.setattr(cli, "_from_files", lambda args, ask: None)  # Spark's path: delta-rs is tested with a real lake
 
     def module(name: str, **attrs: Any) -> None:
         fake = types.SimpleNamespace(**attrs)
