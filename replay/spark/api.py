@@ -8,13 +8,18 @@
 Each method is a thin call of the function that owns the rule (`queries`, `audits`, `authorize`, `replay`,
 `ingest`); those functions stay the API for code that prefers them. This `Lake` is `tables.Lake` with the questions
 added: it lives here, above every module it calls, so the lake's core stays free of upward imports.
+
+`state_at` and `states_at` of a lake directory are answered from its files with delta-rs and the Python engine
+(`lake_without_spark.LakeFiles`, which keeps a cluster's history between questions while the tables do not change):
+a warm question takes milliseconds instead of a Spark query's second. `lake.engine = "spark"` sends them to Spark.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql import DataFrame
 
@@ -22,10 +27,13 @@ from replay.kafka import apis
 from replay.kafka.times import parse_time
 from replay.spark import audits, authorize, authorize_api, queries, tables
 from replay.spark.ingest import IngestReport, ingest
+from replay.spark.lake_without_spark import LakeFiles, Unreadable
 from replay.spark.replay import TableCounts, replay_lake
 
 Moment = int | str | None  # epoch milliseconds, or an ISO-8601 time ("2026-11-20T14:02:00Z"; no zone means UTC)
 Users = str | Sequence[str] | None
+
+log = logging.getLogger("replay.spark")
 
 
 def _ms(time: Moment) -> int | None:
@@ -34,6 +42,22 @@ def _ms(time: Moment) -> int | None:
 
 class Lake(tables.Lake):
     """`tables.Lake` with its clusters as objects."""
+
+    # "auto": the state questions of a lake directory are read from its files with delta-rs; "spark": by Spark
+    engine: Literal["auto", "spark"] = "auto"
+    _files: LakeFiles | None = None
+
+    def files(self) -> LakeFiles | None:
+        """The lake's files read with delta-rs, or None when Spark answers (`engine`, a catalog, a URI, a lake
+        delta-rs cannot read yet: asked again next time, as the tables may appear)."""
+        if self.engine == "spark" or self.is_catalog:
+            return None
+        if self._files is None:
+            try:
+                self._files = LakeFiles.open(self.location, keep=True)
+            except Unreadable as e:
+                log.info("asking Spark: %s", e)
+        return self._files
 
     def cluster(self, name: str) -> Cluster:
         """One cluster's questions (nothing is read until one is asked)."""
@@ -60,16 +84,29 @@ class Cluster:
     """The questions about one cluster of a lake. Times are epoch milliseconds or ISO-8601 text; without an offset
     or a time a question is asked as of the end of the cluster's known history."""
 
-    lake: tables.Lake
+    lake: Lake
     name: str
 
     # ---- state and history -----------------------------------------------------------------------------------
     def state_at(self, offset: int | None = None, time: Moment = None) -> queries.LakeState:
+        files = self.lake.files()
+        if files is not None:
+            try:
+                return files.state_at(self.name, offset=offset, time=_ms(time))
+            except Unreadable as e:  # replays kept switching while it read: Spark's snapshot isolation answers
+                log.info("asking Spark: %s", e)
         return queries.state_at(self.lake, self.name, offset=offset, time=_ms(time))
 
     def states_at(self, offsets: Iterable[int]) -> dict[int, queries.LakeState]:
         """The state at each offset, in one query (e.g. each day's end of an audit period)."""
-        return queries.states_at(self.lake, self.name, offsets)
+        wanted = sorted(set(offsets))
+        files = self.lake.files()
+        if files is not None:
+            try:
+                return files.states_at(self.name, wanted)
+            except Unreadable as e:
+                log.info("asking Spark: %s", e)
+        return queries.states_at(self.lake, self.name, wanted)
 
     def changes(self, start: int | None = None, end: int | None = None, start_time: Moment = None,
                 end_time: Moment = None) -> DataFrame:

@@ -7,6 +7,10 @@ in well under a second, and the Python engine's rules answer (`replay.kafka.repl
 `acls PATH` answers with; `queries.moment` picks the offset for both engines). Readers see what Spark's readers see:
 per cluster the rows of its visible replay (`replay_state.visible_replay_id`), read again if a replay switched while
 the tables were being read. Catalog lakes, and tables delta-rs cannot read, are asked through Spark.
+
+A `LakeFiles` opened with `keep=True` (the Python API's, `replay.spark.api`) keeps each cluster's whole visible
+history once read and answers later questions from it while no table has a new commit: a warm question is then the
+Python engine's, a few milliseconds, where a Spark query takes a second.
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ from replay.kafka.replayer import (
 )
 from replay.spark.queries import LakeState, before_history_error, moment, unknown_cluster_error
 from replay.spark.rules import INCOMPLETE
-from replay.spark.tables import ACL_FIELDS, REPLAY_ID, REPLAY_STATE, VISIBLE_SCHEMAS, has_commit, is_uri
+from replay.spark.tables import (
+    ACL_FIELDS,
+    REPLAY_ID,
+    REPLAY_STATE,
+    VISIBLE_SCHEMAS,
+    has_commit,
+    is_uri,
+    newest_commit,
+)
 
 _TABLES = ("acl_history", "acl_events", "log_coverage", "offset_times")
 _ATTEMPTS = 5  # reads of a cluster's rows while replays keep switching it, before asking Spark instead
@@ -58,15 +70,27 @@ class _Cluster:
     first_time: tuple[int, int] | None  # (time, offset) of the earliest index entry
 
 
-class LakeFiles:
-    """A directory lake read with delta-rs, for the questions the CLI asks of one cluster (`acls`, `changes`,
-    `history`)."""
+@dataclass(frozen=True)
+class _Held:
+    """A cluster's whole visible history as read at `commits` (`LakeFiles._commits`)."""
 
-    def __init__(self, location: str) -> None:
+    commits: tuple[str | None, ...]
+    visible: dict[str, str | None] | None
+    rows: _Cluster
+    result: ReplayResult
+
+
+class LakeFiles:
+    """A directory lake read with delta-rs, for the questions asked of one cluster (`acls`, `changes`, `history`);
+    with `keep`, each cluster's history is kept between questions while the tables have no new commit."""
+
+    def __init__(self, location: str, keep: bool = False) -> None:
         self.location = location
+        self.keep = keep
+        self._held: dict[str, _Held] = {}
 
     @classmethod
-    def open(cls, location: str) -> LakeFiles:
+    def open(cls, location: str, keep: bool = False) -> LakeFiles:
         """The lake at a local directory; `Unreadable` when delta-rs is not installed, the location is not a local
         directory, or it holds no replayed tables (an old lake, a catalog)."""
         if location.startswith("file:"):
@@ -78,7 +102,7 @@ class LakeFiles:
             import deltalake  # noqa: F401  (an optional dependency of the spark extra)
         except ImportError:
             raise Unreadable("the deltalake package is not installed (pip install 'kraft-acl-replay[spark]')") from None
-        lake = cls(os.path.abspath(os.path.expanduser(location)))
+        lake = cls(os.path.abspath(os.path.expanduser(location)), keep)
         missing = [t for t in (*_TABLES, REPLAY_STATE) if not has_commit(os.path.join(lake.location, t, "_delta_log"))]
         if missing:
             raise Unreadable(f"the lake at {lake.location} has no table {', '.join(missing)} yet")
@@ -95,10 +119,8 @@ class LakeFiles:
             check_offset(at)
 
         def ask() -> dict[int, LakeState]:
-            visible = self._visible_replays()
-            rows = self._cluster(cluster, visible)
-            result = self._result(cluster, visible, rows, None)
-            return {at: self._state(cluster, visible, rows, result, at) for at in offsets}
+            held = self._whole(cluster)
+            return {at: self._state(cluster, held.visible, held.rows, held.result, at) for at in offsets}
 
         return self._consistent(cluster, ask)
 
@@ -148,17 +170,39 @@ class LakeFiles:
         return self._consistent(cluster, ask)
 
     def _consistent(self, cluster: str, ask: Callable[[], _T]) -> _T:
-        """`ask()` again until no replay switched while it read (`replay_state` kept its version throughout)."""
+        """`ask()` again until no replay switched while it read (`replay_state` kept its newest commit throughout)."""
+        state_log = os.path.join(self.location, REPLAY_STATE, "_delta_log")
         for _ in range(_ATTEMPTS):
-            before = self._version(REPLAY_STATE)
+            before = newest_commit(state_log)
             answer = ask()
-            if self._version(REPLAY_STATE) == before:
+            if newest_commit(state_log) == before:
                 return answer
         raise Unreadable(f"replays of {cluster!r} kept switching while its rows were read")
 
+    def _commits(self) -> tuple[str | None, ...]:
+        """The newest commit of every table a question reads: while none changes, neither do its answers."""
+        return tuple(newest_commit(os.path.join(self.location, t, "_delta_log")) for t in (REPLAY_STATE, *_TABLES))
+
+    def _whole(self, cluster: str) -> _Held:
+        """The cluster's whole visible history: kept from an earlier question (`keep`) while no table changed."""
+        commits = self._commits()
+        held = self._held.get(cluster)
+        if held is None or held.commits != commits:
+            visible = self._visible_replays()
+            rows = self._cluster(cluster, visible)
+            held = _Held(commits, visible, rows, self._result(cluster, visible, rows, None))
+            if self.keep:
+                self._held[cluster] = held
+        return held
+
     def _answer(self, cluster: str, offset: int | None, time: int | None) -> LakeState:
-        visible = self._visible_replays()
-        rows = self._cluster(cluster, visible)
+        result: ReplayResult | None = None
+        if self.keep:
+            held = self._whole(cluster)
+            visible, rows, result = held.visible, held.rows, held.result
+        else:
+            visible = self._visible_replays()
+            rows = self._cluster(cluster, visible)
 
         def before_history(time_ms: int) -> QuestionError:
             if rows.first_time is None:
@@ -168,7 +212,9 @@ class LakeFiles:
         ends = [r["end_offset"] for r in rows.coverage if r["kind"] != INCOMPLETE]  # `rules.known_end_sql`
         at = moment(offset, time, rows.times.offset_at_time, lambda: max(ends, default=None), before_history,
                     lambda: self._unknown(cluster, visible))
-        state = self._state(cluster, visible, rows, self._result(cluster, visible, rows, at), at)
+        if result is None:  # one question: only what can matter at `at` is read
+            result = self._result(cluster, visible, rows, at)
+        state = self._state(cluster, visible, rows, result, at)
         return state if time is None else replace(state, time=time)
 
     def _result(self, cluster: str, visible: dict[str, str | None] | None, rows: _Cluster,
@@ -272,8 +318,3 @@ class LakeFiles:
             return DeltaTable(os.path.join(self.location, name)).to_pyarrow_dataset()
         except DeltaError as e:
             raise Unreadable(f"delta-rs cannot read {os.path.join(self.location, name)}: {e}") from e
-
-    def _version(self, name: str) -> int:
-        from deltalake import DeltaTable
-
-        return int(DeltaTable(os.path.join(self.location, name)).version())

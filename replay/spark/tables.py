@@ -379,6 +379,16 @@ def has_commit(log_dir: str) -> bool:
         return False
 
 
+def newest_commit(log_dir: str) -> str | None:
+    """The newest commit file of a local Delta log directory (None: none, or no such directory): a commit is a new
+    file, so a reader that sees the same name again knows the table has not changed."""
+    try:
+        with os.scandir(log_dir) as entries:
+            return max((e.name for e in entries if e.name.endswith(".json")), default=None)
+    except OSError:
+        return None
+
+
 def quote_ident(name: str) -> str:
     """One SQL identifier in backticks (an identifier already in backticks is kept)."""
     if len(name) >= 2 and name.startswith("`") and name.endswith("`"):
@@ -590,10 +600,7 @@ class Lake:
         path = self.table_path(REPLAY_STATE)
         if path is None or _URI_RE.match(path):
             return None
-        try:
-            return max((f for f in os.listdir(os.path.join(path, "_delta_log")) if f.endswith(".json")), default=None)
-        except OSError:
-            return None
+        return newest_commit(os.path.join(path, "_delta_log"))
 
     def read_raw(self, name: str, version: int | None = None) -> DataFrame:
         """The table's rows as stored (a replay table's with `replay_id`, including a replay's not visible yet)."""

@@ -165,6 +165,53 @@ def test_a_replay_not_switched_yet_stays_invisible(spark: Any, sample_lake: Any,
         files.state_at("half-replayed", offset=5)
 
 
+def test_the_python_api_keeps_a_clusters_history_until_a_table_changes(spark: Any, sample_lake: Any,
+                                                                        tmp_path: Path) -> None:
+    """`api.Lake`'s state questions of a lake directory are answered from its files (kept between questions): the
+    answers Spark gives, the history read once while no table changes, read again after a commit of rows nobody sees
+    yet (same answers), and a switch to another replay seen at the next question."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.api import Lake
+    from replay.spark.queries import state_at, states_at
+    from replay.spark.tables import REPLAY_ID, REPLAY_STATE, sql_string
+
+    lake = Lake.at_path(spark, str(tmp_path / "lake"))
+    shutil.copytree(sample_lake.location, lake.location)
+    cluster = "retention-gap"
+    offsets = _interesting(lake, cluster)
+    want = states_at(lake, cluster, offsets)
+    asked = lake.cluster(cluster)
+    assert asked.states_at(offsets) == want
+    files = lake.files()
+    assert files is not None and files.keep
+    held = files._held[cluster]
+    for at in offsets[::5]:
+        assert asked.state_at(offset=at) == want[at], at
+    assert asked.state_at() == state_at(lake, cluster)
+    assert files._held[cluster] is held  # every answer above came from what was kept
+
+    # another replay's rows, half of the ACLs dropped, written beside the visible ones: a commit, nothing visible
+    visible = lake.visible_replays()[cluster]
+    for table in ("acl_history", "acl_events", "log_coverage", "offset_times"):
+        rows = lake.read_raw(table).where((F.col("cluster_id") == cluster) & (F.col(REPLAY_ID) == visible))
+        if table in ("acl_history", "acl_events"):
+            rows = rows.where(F.crc32("acl_id") % 2 == 0)
+        rows.withColumn(REPLAY_ID, F.lit("ghost")).write.format("delta").mode("append").save(lake.table_path(table))
+    assert asked.states_at(offsets) == want
+    assert files._held[cluster] is not held
+
+    spark.sql(f"UPDATE {lake.table_ref(REPLAY_STATE)} SET visible_replay_id = 'ghost' "
+              f"WHERE cluster_id = {sql_string(cluster)}")
+    switched = states_at(lake, cluster, offsets)
+    assert switched != want
+    assert asked.states_at(offsets) == switched
+    assert [asked.state_at(offset=at) for at in offsets[::5]] == [switched[at] for at in offsets[::5]]
+
+    lake.engine = "spark"  # asked through Spark again
+    assert lake.files() is None and asked.state_at(offset=offsets[-1]) == switched[offsets[-1]]
+
+
 def test_what_delta_rs_cannot_answer_goes_to_spark_and_says_why(tmp_path: Path) -> None:
     from replay.spark.lake_without_spark import LakeFiles, Unreadable
 
