@@ -202,13 +202,16 @@ def spark_conf_dir(root: Path, label: str) -> tuple[Path, Path]:
 
 def spark_event_counts(events: Path) -> dict[str, Any]:
     """Jobs, stages (completed, i.e. run; skipped ones never start), single-task stages and their time, tasks, from
-    every event log under `events` (one per Spark application); and per step of the ingest or replay (the job
-    property `replay.spark.session.step` sets) its jobs and the seconds they ran."""
+    every event log under `events` (one per Spark application); per step of the ingest or replay (the job
+    property `replay.spark.session.step` sets) its jobs and the seconds they ran; and the single-task stage that read
+    the most rows (input and shuffle records), with its step: how much of the history one task had to go through."""
     jobs = stages = single = tasks = 0
     single_ms = stage_ms = 0
     apps = 0
     started: dict[tuple[int, int], tuple[str, int]] = {}  # (app, job) -> (step, submission ms)
+    step_of_stage: dict[tuple[int, int], str] = {}  # (app, stage) -> step
     steps: dict[str, dict[str, float]] = {}
+    widest: dict[str, Any] = {"records": 0, "step": None, "seconds": 0.0}
     for path in sorted(events.iterdir()):
         apps += 1
         with open(path, encoding="utf-8") as f:
@@ -218,6 +221,7 @@ def spark_event_counts(events: Path) -> dict[str, Any]:
                     event = json.loads(line)
                     name = (event.get("Properties") or {}).get("kraft.replay.step", "(no step)")
                     started[(apps, event["Job ID"])] = (name, event["Submission Time"])
+                    step_of_stage.update({(apps, stage): name for stage in event.get("Stage IDs", [])})
                 elif '"Event":"SparkListenerJobEnd"' in line:
                     event = json.loads(line)
                     name, at = started.get((apps, event["Job ID"]), ("(no step)", event["Completion Time"]))
@@ -234,8 +238,15 @@ def spark_event_counts(events: Path) -> dict[str, Any]:
                     if n == 1:
                         single += 1
                         single_ms += took
+                        read = {a.get("Name"): a.get("Value") for a in info.get("Accumulables", [])}
+                        rows = sum(int(read.get(k) or 0) for k in ("internal.metrics.input.recordsRead",
+                                                                    "internal.metrics.shuffle.read.recordsRead"))
+                        if rows > widest["records"]:
+                            widest = {"records": rows, "step": step_of_stage.get((apps, info["Stage ID"])),
+                                      "seconds": round(took / 1000, 1)}
     return {"applications": apps, "jobs": jobs, "stages": stages, "single_task_stages": single, "tasks": tasks,
             "stage_seconds": round(stage_ms / 1000, 1), "single_task_stage_seconds": round(single_ms / 1000, 1),
+            "widest_single_task_stage": widest,
             "steps": dict(sorted(steps.items(), key=lambda kv: -kv[1]["seconds"]))}
 
 
@@ -294,8 +305,10 @@ class SizeRun:
         env, events = self.env(name if spark else None)
         r = run(name, cmd, env, stdout=stdout, log=self.work / f"{name}.stderr", spark_events=events)
         self.runs.append(r)
+        widest = r.spark.get("widest_single_task_stage", {}) if r.spark else {}
         extra = f", Spark jobs {r.spark['jobs']}, stages {r.spark['stages']} ({r.spark['single_task_stages']} " \
-                f"single-task)" if r.spark else ""
+                f"single-task, the widest reading {widest.get('records', 0):,} rows in " \
+                f"{widest.get('step')})" if r.spark else ""
         print(f"  {name}: {r.wall_s:,.1f} s wall, {r.cpu_s:,.1f} s CPU, peak {r.peak_rss_mib:,.0f} MiB over "
               f"{r.processes} processes, exit {r.exit}{extra}", flush=True)
         return r
@@ -420,24 +433,27 @@ class SizeRun:
 # ---- warm questions (run in a child process of their own) ------------------------------------------------------
 def warm_queries(lake_dir: str, cluster: str, offsets: list[int], rounds: int) -> dict[str, Any]:
     """One Spark session; after a first question of each kind, `rounds` passes over `offsets` through
-    `queries.state_at` (Python) and `SELECT * FROM acl_state_at(...)` (the SQL table function)."""
-    from replay.spark import queries, session
-    from replay.spark.tables import Lake
+    `queries.state_at` (Spark), the Python API's `Cluster.state_at` (the lake's files with delta-rs, the cluster's
+    history kept between questions) and `SELECT * FROM acl_state_at(...)` (the SQL table function)."""
+    from replay.spark import api, queries, session
 
     began = time.monotonic()
-    lake = Lake(session.get_spark(), lake_dir)
+    lake = api.Lake(session.get_spark(), lake_dir)
     queries.register_sql_functions(lake)
     start = time.monotonic() - began
 
     def python_api(at: int) -> int:
         return len(queries.state_at(lake, cluster, offset=at).certain)
 
+    def api_files(at: int) -> int:
+        return len(lake.cluster(cluster).state_at(offset=at).certain)
+
     def sql(at: int) -> int:
         rows = lake.spark.sql(f"SELECT * FROM acl_state_at('{cluster}', {at})").collect()
         return sum(1 for r in rows if r["certainty"] == "certain")
 
     out: dict[str, Any] = {"session_seconds": round(start, 2), "rows": {}}
-    for name, ask in (("state_at", python_api), ("sql_acl_state_at", sql)):
+    for name, ask in (("state_at", python_api), ("api_state_at", api_files), ("sql_acl_state_at", sql)):
         first = time.monotonic()
         ask(offsets[0])
         took = [time.monotonic() - first]
@@ -455,7 +471,7 @@ def warm_queries(lake_dir: str, cluster: str, offsets: list[int], rounds: int) -
 def table(results: list[dict[str, Any]]) -> list[str]:
     """The figures people compare, one line per dump."""
     head = ("records", "codec", "input MiB", "Kafka s", "ingest s", "replay s", "total s", "x Kafka",
-            "acls PATH s (all files)", "inspect/Kafka seg s", "cold lake s (Spark)", "warm ms", "peak GiB", "lake/input",
+            "acls PATH s (all files)", "inspect/Kafka seg s", "cold lake s (Spark)", "warm SQL ms (API)", "peak GiB", "lake/input",
             "replay jobs/stages/1-task")
     rows = [head]
     def fig(r: dict[str, Any], key: str, scale: float = 1.0, fmt: str = ".1f") -> str:
@@ -463,13 +479,14 @@ def table(results: list[dict[str, Any]]) -> list[str]:
 
     for r in results:
         sp = r.get("replay_spark") or {}
-        warm = r.get("warm", {}).get("sql_acl_state_at", {}).get("median_ms", "-")
+        warm = (f'{r.get("warm", {}).get("sql_acl_state_at", {}).get("median_ms", "-")} '
+                f'({r.get("warm", {}).get("api_state_at", {}).get("median_ms", "-")})')
         rows.append((f"{r['records']:,}", r["codec"], f"{r['input_bytes'] / 2**20:,.1f}",
                      fig(r, "kafka_dump_all_seconds"), fig(r, "ingest_seconds"), fig(r, "replay_seconds"),
                      fig(r, "pipeline_seconds"), fig(r, "pipeline_over_kafka"),
                      f"{fig(r, 'acls_path_seconds')} ({fig(r, 'acls_path_all_seconds')})",
                      f"{r['inspect_segment_seconds']:.1f}/{r['kafka_dump_segment_seconds']:.1f}",
-                     f"{fig(r, 'acls_lake_cold_seconds')} ({fig(r, 'acls_lake_cold_spark_seconds')})", str(warm), fig(r, "peak_rss_mib", 1024, ".2f"),
+                     f"{fig(r, 'acls_lake_cold_seconds')} ({fig(r, 'acls_lake_cold_spark_seconds')})", warm, fig(r, "peak_rss_mib", 1024, ".2f"),
                      fig(r, "lake_over_input", 1.0, ".2f"),
                      f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}/{sp.get('single_task_stages', '-')}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
