@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import realistic_log
-from bench.measure import _status_kib, process_tree
+from bench.measure import process_tree, tree_rss_kib
 from tests.harness import jvm as kafka_harness
 
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
@@ -106,11 +106,7 @@ class TreePeak:
 
     def _sample(self) -> None:
         pids = [p for c in _own_children() for p in process_tree(c)]
-        total = 0
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                total += _status_kib(pid, "VmRSS")
-        self.peak_kib = max(self.peak_kib, total)
+        self.peak_kib = max(self.peak_kib, tree_rss_kib(pids))
         self.processes = max(self.processes, len(pids))
 
     def _run(self) -> None:
