@@ -4,7 +4,9 @@ memory as its own, and counting it doubled a 2M replay's peak."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +46,7 @@ def test_a_twin_of_its_parent_is_not_counted_again_and_other_programs_are() -> N
         assert tree_rss_kib([twin, sleeper]) == _rss_kib(twin) + _rss_kib(sleeper)  # without its parent: its own
     finally:
         for pid in process_tree(helper.pid)[1:]:
-            subprocess.run(["kill", str(pid)], check=False)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         helper.kill()
         helper.wait()

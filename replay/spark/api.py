@@ -17,9 +17,9 @@ a warm question takes milliseconds instead of a Spark query's second. `lake.engi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pyspark.sql import DataFrame
 
@@ -34,6 +34,7 @@ Moment = int | str | None  # epoch milliseconds, or an ISO-8601 time ("2026-11-2
 Users = str | Sequence[str] | None
 
 log = logging.getLogger("replay.spark")
+_T = TypeVar("_T")
 
 
 def _ms(time: Moment) -> int | None:
@@ -89,24 +90,26 @@ class Cluster:
 
     # ---- state and history -----------------------------------------------------------------------------------
     def state_at(self, offset: int | None = None, time: Moment = None) -> queries.LakeState:
-        files = self.lake.files()
-        if files is not None:
-            try:
-                return files.state_at(self.name, offset=offset, time=_ms(time))
-            except Unreadable as e:  # replays kept switching while it read: Spark's snapshot isolation answers
-                log.info("asking Spark: %s", e)
-        return queries.state_at(self.lake, self.name, offset=offset, time=_ms(time))
+        answer = self._from_files(lambda files: files.state_at(self.name, offset=offset, time=_ms(time)))
+        return answer if answer is not None else queries.state_at(self.lake, self.name, offset=offset, time=_ms(time))
 
     def states_at(self, offsets: Iterable[int]) -> dict[int, queries.LakeState]:
         """The state at each offset, in one query (e.g. each day's end of an audit period)."""
         wanted = sorted(set(offsets))
+        answer = self._from_files(lambda files: files.states_at(self.name, wanted))
+        return answer if answer is not None else queries.states_at(self.lake, self.name, wanted)
+
+    def _from_files(self, ask: Callable[[LakeFiles], _T]) -> _T | None:
+        """`ask` of the lake's files, or None when Spark answers (`Lake.files`, or replays kept switching while the
+        files were read: Spark's snapshot isolation answers then)."""
         files = self.lake.files()
-        if files is not None:
-            try:
-                return files.states_at(self.name, wanted)
-            except Unreadable as e:
-                log.info("asking Spark: %s", e)
-        return queries.states_at(self.lake, self.name, wanted)
+        if files is None:
+            return None
+        try:
+            return ask(files)
+        except Unreadable as e:
+            log.info("asking Spark: %s", e)
+            return None
 
     def changes(self, start: int | None = None, end: int | None = None, start_time: Moment = None,
                 end_time: Moment = None) -> DataFrame:
