@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from replay.kafka.dump import ProblemSummary
+from replay.kafka.model import UnknownClusterError
 from replay.spark import feed, findings, resume
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
@@ -49,6 +50,9 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
             lake.ensure(name)
         states = resume.read_states(lake, clusters)
         plans = resume.plan(records, quarantine, states, clusters, high_watermark, full)
+        never = [c for c, p in plans.items() if not p.ingested]
+        if never:  # before anything is written: a replay of a mistyped name would read as a cluster without ACLs
+            raise nothing_ingested(lake, never)
     for p in plans.values():
         progress_ui.say(p.describe(), progress)
     todo = {c: p for c, p in plans.items() if not p.unchanged}
@@ -60,6 +64,16 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
         feed.append_feed(lake, clusters)      # switch left its changes unfed, and this one feeds them
     unchanged = [c for c in clusters if c not in todo]
     return TableCounts(lake, list(REPLAY_SCHEMAS), clusters, written, unchanged)
+
+
+def nothing_ingested(lake: Lake, clusters: list[str]) -> UnknownClusterError:
+    """The error for a replay of clusters the lake holds no row of, naming those whose dumps it holds."""
+    held = sorted(r[0] for r in lake.read("metadata_records").select("cluster_id").distinct().collect())
+    named = ", ".join(repr(c) for c in held[:20]) + (f" and {len(held) - 20} more" if len(held) > 20 else "")
+    return UnknownClusterError(
+        f"nothing of cluster {', '.join(map(repr, clusters))} is in the lake {lake.location} "
+        f"({f'it holds {named}' if held else 'it holds no dump yet'}); nothing was replayed. Ingest its dumps "
+        f"first (kraft-replay ingest DUMP --lake ... --lake-cluster {clusters[0]}), or name a cluster it holds")
 
 
 class TableCounts(Mapping[str, int]):

@@ -64,6 +64,7 @@ class Plan:
     ingest_ids: list[str] = dataclasses.field(default_factory=list)
     unchanged: bool = False  # nothing arrived since the last replay: nothing to do
     span: int = 0  # how many log offsets the replay reads (from the resume point, or the first, to the last)
+    ingested: bool = True  # False: the lake holds no row of the cluster and never replayed it (a mistyped name)
 
     @property
     def mode(self) -> str:
@@ -175,7 +176,8 @@ def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, 
         elif high_watermark is not None:
             plans[cluster] = full_plan(f"a high watermark ({high_watermark}) replays from the start")
         elif state is None:
-            plans[cluster] = full_plan("first replay of this cluster")
+            plans[cluster] = Plan(cluster, None, "first replay of this cluster", ingest_ids=ids,
+                                  ingested=bool(ingests))
         elif state["status"] != "done":
             plans[cluster] = full_plan("the previous replay did not finish")
         else:

@@ -94,6 +94,14 @@ def test_wrong_questions_raise_typed_errors(spark: Any, lake: Any, reference: An
     assert cli.main(["acls", "--lake", lake.location, "--lake-cluster", "nope"], out) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert out.getvalue() == "" and "kraft-replay: cluster 'nope' has no replayed history" in err
+    # a replay of a cluster the lake holds nothing of: an error before anything is written, not an empty replay
+    # that would make the mistyped name a cluster without ACLs
+    state_version = lake.version("replay_state")
+    assert cli.main(["replay", "--lake", lake.location, "--lake-cluster", "retention_gap"],
+                    out) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "nothing of cluster 'retention_gap' is in the lake" in err and "'retention-gap'" in err, err
+    assert out.getvalue() == "" and lake.version("replay_state") == state_version
 
 
 def test_states_at_many_offsets_are_the_references_and_state_at_is_one_of_them(lake: Any, reference: Any) -> None:
