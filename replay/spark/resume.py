@@ -168,16 +168,16 @@ def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, 
         ids = sorted(i for i in ingests if i is not None)
         state = states.get(cluster)
 
-        def full_plan(reason: str, cluster: str = cluster, ids: list[str] = ids) -> Plan:
-            return Plan(cluster, None, reason, ingest_ids=ids)
+        def full_plan(reason: str, cluster: str = cluster, ids: list[str] = ids,
+                      ingested: bool = bool(ingests) or state is not None) -> Plan:
+            return Plan(cluster, None, reason, ingest_ids=ids, ingested=ingested)
 
         if full:
             plans[cluster] = full_plan("asked for a full replay")
         elif high_watermark is not None:
             plans[cluster] = full_plan(f"a high watermark ({high_watermark}) replays from the start")
         elif state is None:
-            plans[cluster] = Plan(cluster, None, "first replay of this cluster", ingest_ids=ids,
-                                  ingested=bool(ingests))
+            plans[cluster] = full_plan("first replay of this cluster")
         elif state["status"] != "done":
             plans[cluster] = full_plan("the previous replay did not finish")
         else:

@@ -97,10 +97,11 @@ def test_wrong_questions_raise_typed_errors(spark: Any, lake: Any, reference: An
     # a replay of a cluster the lake holds nothing of: an error before anything is written, not an empty replay
     # that would make the mistyped name a cluster without ACLs
     state_version = lake.version("replay_state")
-    assert cli.main(["replay", "--lake", lake.location, "--lake-cluster", "retention_gap"],
-                    out) == cli.EXIT_USAGE
-    err = capsys.readouterr().err
-    assert "nothing of cluster 'retention_gap' is in the lake" in err and "'retention-gap'" in err, err
+    for full in ([], ["--full"]):
+        assert cli.main(["replay", "--lake", lake.location, "--lake-cluster", "retention_gap", *full],
+                        out) == cli.EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "nothing of cluster 'retention_gap' is in the lake" in err and "'retention-gap'" in err, err
     assert out.getvalue() == "" and lake.version("replay_state") == state_version
 
 
