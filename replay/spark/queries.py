@@ -113,10 +113,14 @@ def unknown_cluster(lake: Lake, cluster: str) -> UnknownClusterError:
     return unknown_cluster_error(lake.location, cluster, known_clusters(lake))
 
 
+def named_clusters(clusters: list[str]) -> str:
+    """The clusters an error names, quoted: the first 20 and how many more (a fleet's lake holds dozens)."""
+    return ", ".join(repr(c) for c in clusters[:20]) + (f" and {len(clusters) - 20} more" if len(clusters) > 20 else "")
+
+
 def unknown_cluster_error(location: str, cluster: str, clusters: list[str]) -> UnknownClusterError:
     """`unknown_cluster`'s error, given the clusters the lake at `location` holds."""
-    named = ", ".join(repr(c) for c in clusters[:20]) + (f" and {len(clusters) - 20} more" if len(clusters) > 20 else "")
-    holds = f"it holds {named}" if clusters else "it holds no replayed cluster yet"
+    holds = f"it holds {named_clusters(clusters)}" if clusters else "it holds no replayed cluster yet"
     return UnknownClusterError(f"cluster {cluster!r} has no replayed history in the lake {location} ({holds}); "
                                "ingest its dumps first: kraft-replay ingest DUMP --lake ... --lake-cluster NAME")
 

@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from replay.kafka.dump import ProblemSummary
 from replay.kafka.model import UnknownClusterError
 from replay.spark import feed, findings, resume
+from replay.spark.queries import named_clusters
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
@@ -69,10 +70,9 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
 def nothing_ingested(lake: Lake, clusters: list[str]) -> UnknownClusterError:
     """The error for a replay of clusters the lake holds no row of, naming those whose dumps it holds."""
     held = sorted(r[0] for r in lake.read("metadata_records").select("cluster_id").distinct().collect())
-    named = ", ".join(repr(c) for c in held[:20]) + (f" and {len(held) - 20} more" if len(held) > 20 else "")
     return UnknownClusterError(
         f"nothing of cluster {', '.join(map(repr, clusters))} is in the lake {lake.location} "
-        f"({f'it holds {named}' if held else 'it holds no dump yet'}); nothing was replayed. Ingest its dumps "
+        f"({f'it holds {named_clusters(held)}' if held else 'it holds no dump yet'}); nothing was replayed. Ingest its dumps "
         f"first (kraft-replay ingest DUMP --lake ... --lake-cluster {clusters[0]}), or name a cluster it holds")
 
 
