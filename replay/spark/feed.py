@@ -25,7 +25,6 @@ from replay.spark.tables import (
     ACL_EVENTS,
     EVENTS_SCHEMA,
     FEED_SCHEMA,
-    WRITE_OPTIONS,
     Lake,
 )
 
@@ -72,9 +71,4 @@ def append_feed(lake: Lake, clusters: list[str]) -> None:
     lake.ensure(ACL_EVENT_FEED)
     rows = feed_rows(lake, clusters)
     meta = json.dumps({"operation": "feed", "clusters": clusters})
-    writer = rows.write.format("delta").mode("append").option("userMetadata", meta).options(**WRITE_OPTIONS)
-    path = lake.table_path(ACL_EVENT_FEED)
-    if path is None:
-        writer.saveAsTable(lake.table_ref(ACL_EVENT_FEED))
-    else:
-        writer.save(path)
+    lake.write(ACL_EVENT_FEED, rows, meta)

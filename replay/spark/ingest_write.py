@@ -25,7 +25,6 @@ from pyspark.sql.window import Window
 from replay.spark.frames import join_null_safe
 from replay.spark.ingest_report import IngestReport
 from replay.spark.ingest_summary import COPY_KEY, SNAPSHOT_ID, Copy, copies_to_drop
-from replay.spark.resume import write_replacing
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake, sql_string
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -221,7 +220,7 @@ def write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: I
         source = records_source(decoded, cluster, report.ingest_id, copies_to_drop(summary, None, cluster),
                                 report.records)
         try:
-            write_replacing(lake, METADATA_RECORDS, source, region, metadata)
+            lake.write(METADATA_RECORDS, source, metadata, replace_where=region)
         except Exception as e:
             if not _is_conflict(e):
                 raise

@@ -156,8 +156,8 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
             df = frames[name].withColumn(REPLAY_ID, F.lit(replay_id)).select(
                 *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
             with step(lake.spark, f"replay: write {name}"):
-                resume.write_replacing(lake, name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")),
-                                       resume.others_predicate(shown), meta)
+                lake.write(name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")), meta,
+                           replace_where=resume.others_predicate(shown))
 
         in_parallel(write, list(frames))  # readers see none of it until the switch: the order does not matter
         with step(lake.spark, "replay: state"):

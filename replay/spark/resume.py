@@ -43,7 +43,6 @@ from replay.spark.tables import (
     REPLAY_STATE,
     STATE_SCHEMA,
     VISIBLE_SCHEMAS,
-    WRITE_OPTIONS,
     Lake,
     sql_string,
 )
@@ -374,19 +373,8 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
                      "ingest_ids": p.ingest_ids, "visible_replay_id": visible.get(p.cluster),
                      "last_offset": (last or {}).get(p.cluster), **{k: point.get(k) for k in _RESUME_FIELDS}})
     df = lake.spark.createDataFrame(rows, STATE_SCHEMA)
-    write_replacing(lake, REPLAY_STATE, df, clusters_predicate(plans),
-                    f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}')
-
-
-def write_replacing(lake: Lake, name: str, df: DataFrame, predicate: str, user_metadata: str) -> None:
-    """Replace the rows matching `predicate` in table `name` by `df`, in one Delta commit."""
-    writer = (df.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-              .option("userMetadata", user_metadata).options(**WRITE_OPTIONS))
-    path = lake.table_path(name)
-    if path is None:
-        writer.saveAsTable(lake.table_ref(name))
-    else:
-        writer.save(path)
+    lake.write(REPLAY_STATE, df, f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}',
+               replace_where=clusters_predicate(plans))
 
 
 def new_replay_id() -> str:

@@ -607,6 +607,20 @@ class Lake:
         suffix = f" VERSION AS OF {int(version)}" if version is not None else ""
         return self.spark.sql(f"SELECT * FROM {self.table_ref(name)}{suffix}")
 
+    # ---- writing ---------------------------------------------------------------------------------------------
+    def write(self, name: str, df: DataFrame, user_metadata: str, replace_where: str | None = None) -> None:
+        """`df` into table `name` in one Delta commit: appended, or with `replace_where` replacing the rows that
+        match it. A replace reads the rows it matches (a scan of them where the predicate names a data column) and
+        conflicts with a concurrent writer of the same rows; an append reads nothing and conflicts with nothing."""
+        writer = df.write.format("delta").option("userMetadata", user_metadata).options(**WRITE_OPTIONS)
+        writer = (writer.mode("append") if replace_where is None
+                  else writer.mode("overwrite").option("replaceWhere", replace_where))
+        path = self.table_path(name)
+        if path is None:
+            writer.saveAsTable(self.table_ref(name))
+        else:
+            writer.save(path)
+
     # ---- creating --------------------------------------------------------------------------------------------
     def ensure(self, name: str, schema: StructType | None = None) -> str:
         """Create the table if it does not exist (and add columns the schema has gained); return its SQL name."""

@@ -27,7 +27,7 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from pyspark.sql import functions as F
 
-    from replay.spark import queries, resume
+    from replay.spark import queries
     from replay.spark.ingest import ingest
     from replay.spark.replay import replay_lake
     from replay.spark.tables import REPLAY_ID, Lake
@@ -57,15 +57,15 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
     first = seen()
 
     # the next replay: after each of its table commits, a reader still sees the first replay, whole
-    real = resume.write_replacing
+    real = Lake.write
     during: list[tuple[str, bool]] = []
 
-    def watched(lake_: Any, name: str, df: Any, predicate: str, meta: str) -> None:
-        real(lake_, name, df, predicate, meta)
+    def watched(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None) -> None:
+        real(lake_, name, df, meta, replace_where)
         if name in TABLES:
             during.append((name, seen() == first))
 
-    monkeypatch.setattr(resume, "write_replacing", watched)
+    monkeypatch.setattr(Lake, "write", watched)
     ingest(spark, [dumps[1]], cluster="c1", lake=lake, progress=False)
     replay_lake(lake, ["c1"], progress=False)
     assert sorted(name for name, _ in during) == sorted(TABLES)
@@ -84,14 +84,14 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
     # a replay that dies after two of its five commits: readers keep the second replay; its rows stay hidden
     written: list[str] = []
 
-    def dies(lake_: Any, name: str, df: Any, predicate: str, meta: str) -> None:
-        real(lake_, name, df, predicate, meta)
+    def dies(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None) -> None:
+        real(lake_, name, df, meta, replace_where)
         if name in TABLES:
             written.append(name)
             if len(written) == 2:
                 raise Died(name)
 
-    monkeypatch.setattr(resume, "write_replacing", dies)
+    monkeypatch.setattr(Lake, "write", dies)
     ingest(spark, [dumps[2]], cluster="c1", lake=lake, progress=False)
     with pytest.raises(Died):
         replay_lake(lake, ["c1"], progress=False)
@@ -102,7 +102,7 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
     assert hidden > 0  # the dead replay's rows are in the tables, and no reader sees them
 
     # the next replay (full: the previous one did not finish) shows all three days and removes the dead rows
-    monkeypatch.setattr(resume, "write_replacing", real)
+    monkeypatch.setattr(Lake, "write", real)
     replay_lake(lake, ["c1"], progress=False)
     assert lake.read("replay_state").where(F.col("cluster_id") == "c1").first().mode == "full"
     assert leftovers() == 0
