@@ -611,7 +611,8 @@ class Lake:
     def write(self, name: str, df: DataFrame, user_metadata: str, replace_where: str | None = None) -> None:
         """`df` into table `name` in one Delta commit: appended, or with `replace_where` replacing the rows that
         match it. A replace reads the rows it matches (a scan of them where the predicate names a data column) and
-        conflicts with a concurrent writer of the same rows; an append reads nothing and conflicts with nothing."""
+        conflicts with a concurrent writer of the same rows; Delta checks an append against no other write of rows
+        (only against schema or protocol changes)."""
         writer = df.write.format("delta").option("userMetadata", user_metadata).options(**WRITE_OPTIONS)
         writer = (writer.mode("append") if replace_where is None
                   else writer.mode("overwrite").option("replaceWhere", replace_where))
