@@ -16,7 +16,12 @@ SPARK_TEST_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-    "spark.databricks.delta.delta.log.cacheSize": "3",
+    # room for every table of a few lakes (a lake has about a dozen): with 3, the replay's tables pushed each other
+    # out and every reader computed its table's snapshot again (3 Spark jobs each). Four warm full replays of a
+    # sample, twice each way: 85.7 and 90.6 s of wall and 142 and 150 s of JVM CPU with room for 1,000 against 100.2
+    # and 109.1 s and 155 and 161 s with 3. Delta's default (what users get) is 10,000; a bound keeps the suite's
+    # long session from holding the snapshots of every lake its tests made.
+    "spark.databricks.delta.delta.log.cacheSize": "64",
     "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2",
     # the tests' data are tiny: compiling Java for every new plan costs more than running it (a warm replay of a
     # sample took 52 s with code generation, 28 s without); results are Spark's to keep equal in both modes, and
