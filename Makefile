@@ -22,7 +22,7 @@ demo: setup
 	kraft-replay demo
 
 # test-fast leaves out the slow parts, each under its own mark (registered in pyproject.toml).
-FAST := not extended and not kafka and not cluster and not property and not differential and not second_jvm and not slow and not fuzz and not crash
+FAST := not extended and not kafka and not cluster and not property and not differential and not second_jvm and not slow and not fuzz and not crash and not samples
 
 # Hypothesis draws the same examples every run under `make` (profile ci, tests/conftest.py), so a landing never
 # depends on a seed; `make test HYPOTHESIS_PROFILE=default` (or plain pytest) explores new ones.

@@ -60,6 +60,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     group = xdist_group_of(item)
     if group is not None:
         item.add_marker(pytest.mark.xdist_group(group))
+    if "sample_lake" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.samples)  # the shared lake of every sample: minutes to build (make test-fast)
 
 
 # ---- lines for the terminal summary, from whichever process ran the test (`tests.summary`) -------------------------

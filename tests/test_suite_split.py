@@ -33,6 +33,7 @@ def test_free_3(): pass
 '''
 
 
+@pytest.mark.slow  # runs pytest under xdist in a subprocess: about 20 s
 def test_one_group_runs_in_one_worker(tmp_path: Path) -> None:
     """The installed pytest and pytest-xdist honour `xdist_group` under `--dist loadgroup` (pytest 9.2 with
     xdist 3.8 does not: it ran a group in both workers)."""

@@ -12,6 +12,7 @@ import io
 import struct
 import tracemalloc
 
+import pytest
 import zstandard
 
 from replay.kafka import batch as batch_module
@@ -125,6 +126,7 @@ def test_the_crc_work_of_a_search_is_bounded_by_the_bytes() -> None:
     assert f"would pass {batch_module.RESYNC_CRC_FACTOR} times the bytes up to its end)" in problem.message
 
 
+@pytest.mark.slow  # about 20 s of decoding on purpose
 def test_many_searches_in_one_file_stay_linear() -> None:
     """20,000 valid batches, each after 16 bytes of garbage whose batch length is 0: 20,000 searches, each finding
     the next batch 16 bytes on (each once read the whole window ahead, and put it back, for every search)."""

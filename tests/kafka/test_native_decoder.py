@@ -441,6 +441,7 @@ def test_sample_files(path: str) -> None:
     assert_same_rows(data, os.path.basename(path), show_secrets=True)
 
 
+@pytest.mark.slow  # both decoders, every schema and codec: about a minute
 def test_writer_round_trips_every_schema_and_codec() -> None:
     rng = random.Random(7)
     for api_key, schema in sorted(METADATA_SCHEMAS.items()):
@@ -506,6 +507,7 @@ def test_bad_inputs_of_the_decoder_tests() -> None:
         assert_same_all_ways(data, "")
 
 
+@pytest.mark.slow  # both decoders over the whole fuzzed corpus: 1.5-2.5 minutes
 def test_fuzzed_corpus() -> None:
     """A few thousand seeded mutations of valid files (written here in every codec, and the samples Kafka wrote),
     and batches with broken values."""

@@ -46,6 +46,7 @@ def offsets_to_ask(sources: list[SourceFile], last: int) -> Iterator[int]:
     yield last
 
 
+@pytest.mark.slow  # a replay per offset asked: 20-40 s
 def test_the_needed_files_give_the_whole_replays_answer_at_every_offset_asked(dump: Path) -> None:
     sources, _ = discover([str(dump)])
     full = replay_sources(sources, needed_only=True)

@@ -90,6 +90,7 @@ def calls() -> list[dict[str, Any]]:
     return [random_call(rng, n) for n in range(600)]
 
 
+@pytest.mark.slow  # 20 s or more of Spark, and the `calls` fixture's 30 s
 def test_calls_expand_to_the_checks_kafka_makes(spark: Any, calls: list[dict[str, Any]]) -> None:
     assert CALL_SCHEMA.names == CALL_COLUMNS
     df = spark.createDataFrame(calls, CALL_SCHEMA)
@@ -113,6 +114,7 @@ def test_calls_expand_to_the_checks_kafka_makes(spark: Any, calls: list[dict[str
     assert asked > 300 and refused > 30, (asked, refused)
 
 
+@pytest.mark.slow  # with the `calls` fixture (30 s) 20 s or more of Spark
 def test_outcomes_follow_the_answers_as_kafka_does(spark: Any, calls: list[dict[str, Any]]) -> None:
     rng = random.Random(7)
     asked = [c for c in calls if not isinstance(reference_request(c), str)]
@@ -145,6 +147,7 @@ def test_outcomes_follow_the_answers_as_kafka_does(spark: Any, calls: list[dict[
     assert all(outcomes.get(o, 0) >= 5 for o in ("ALLOWED", "DENIED", "PARTIAL", apis.UNKNOWN, "ERROR")), outcomes
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine
 def test_the_functions_fit_the_analyzers_pass_limit_with_room(spark: Any) -> None:
     """A SQL function's body is analysed as a whole in at most `spark.sql.analyzer.maxIterations` passes (100 by
     default, and a warehouse user cannot raise it); the longest chain of dependent steps sets how many it needs.

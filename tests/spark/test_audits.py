@@ -41,6 +41,7 @@ def _pick(rows: list[dict[str, Any]], *cols: str) -> set[tuple[Any, ...]]:
     return {tuple(tuple(r[c]) if isinstance(r[c], list) else r[c] for c in cols) for r in rows}
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine: CI runs it, `make test-fast` does not
 def test_who_can(spark: Any, lake: MemLake) -> None:
     from replay.spark.audits import audit_who_can, render_audit
 
@@ -61,6 +62,7 @@ def test_who_can(spark: Any, lake: MemLake) -> None:
     assert lines[0].split()[:3] == ["who", "from_host", "decision"] and "User:bob" in lines[2]
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine
 def test_what_can(spark: Any, lake: MemLake) -> None:
     from replay.spark.audits import audit_what_can
 
@@ -75,6 +77,7 @@ def test_what_can(spark: Any, lake: MemLake) -> None:
         "READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"}
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine
 def test_changes(spark: Any, lake: MemLake) -> None:
     from replay.spark.audits import audit_changes
 
@@ -88,6 +91,7 @@ def test_changes(spark: Any, lake: MemLake) -> None:
     assert _pick(later["acls"], "acl_id", "change", "certain") == {("h1", "maybe_removed", False)}
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine
 def test_timeline(spark: Any, lake: MemLake) -> None:
     from replay.spark.audits import audit_timeline
 
@@ -105,6 +109,7 @@ def test_timeline(spark: Any, lake: MemLake) -> None:
         (30, "ALLOWED", True), (35, "UNKNOWN", False), (40, "DENIED", True)]
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine
 def test_risky_grants_and_sql(spark: Any, lake: MemLake) -> None:
     from replay.kafka import outputs
     from replay.spark.audits import audit_risky_grants, register_audit_functions
@@ -279,6 +284,7 @@ def test_wrong_questions_to_the_python_audits_raise(spark: Any, lake: MemLake) -
     assert audits.acl_changes(spark, lake, "c", -1, 12).count() > 0  # -1: before the first record
 
 
+@pytest.mark.slow  # 60-100 s of Spark on the 2-core machine
 def test_acl_hosts_no_client_can_present_are_listed_apart(spark: Any) -> None:
     """Kafka compares an ACL host with Java's rendering of the client address, so `::1`, `localhost` or
     `010.0.0.1` never match: who-can / what-can report access only from hosts that can match and list those ACLs

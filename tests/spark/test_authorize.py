@@ -239,6 +239,7 @@ def random_case(spark: Any) -> tuple[list[Life], list[dict[str, Any]], MemLake]:
     return lives, reqs, MemLake(spark, [x.row() for x in lives], COVERAGE, TIMES)
 
 
+@pytest.mark.slow  # 20-50 s of Spark per case on the 2-core machine
 @pytest.mark.parametrize(("super_users", "allow_everyone"), [("User:root", False), ("", True)])
 def test_random_histories_match_reference(spark: Any, random_case: Any, super_users: str,
                                           allow_everyone: bool) -> None:
@@ -360,6 +361,7 @@ def test_authorize_one_and_files(spark: Any, tmp_path: Any) -> None:
     assert [r["decision"] for r in back] == ["ALLOWED", "DENIED"] and back[0]["deciding_acl_ids"] == ["a1"]
 
 
+@pytest.mark.slow  # 20 s or more of Spark on the 2-core machine
 def test_any_and_unknown_values_answered_like_python_and_kafka(spark: Any) -> None:
     """Kafka forbids operation ANY/UNKNOWN and resource type ANY/UNKNOWN only in authorizeByResourceType
     (SecurityUtils.authorizeByResourceTypeCheckArgs); a named-resource question with operation ANY or UNKNOWN or

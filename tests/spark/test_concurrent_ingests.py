@@ -54,6 +54,7 @@ def _rows(lake: Lake, table: str, cols: tuple[str, ...]) -> list[tuple[Any, ...]
                    for r in lake.read(table).select(*cols).collect()), key=repr)
 
 
+@pytest.mark.slow  # several ingests at once: 20 s or more of Spark
 def test_concurrent_ingests_leave_the_rows_of_sequential_ones(spark: Any, tmp_path: Path,
                                                                caplog: pytest.LogCaptureFixture,
                                                                request: pytest.FixtureRequest) -> None:

@@ -86,6 +86,7 @@ def logged_rows(spark: Any, lake: Any, path: Path, **settings: Any) -> dict[int,
     return lake_rows(verify_access(lake, rows, **settings))
 
 
+@pytest.mark.slow  # the authorizer log's lake: 2-3 minutes of Spark to build
 @pytest.mark.spark_b  # the sample's own lake: beside the other Spark worker's tests
 def test_the_log_is_ingested_once_with_its_lines_and_problems(spark: Any, access_lake: Any, tmp_path: Path) -> None:
     """access_events holds exactly the decisions the reference reader finds, with file, line and byte position; the
@@ -137,6 +138,7 @@ def test_the_log_is_ingested_once_with_its_lines_and_problems(spark: Any, access
     assert access_lake.read("anomalies").where(F.col("message").contains("Jump")).count() == 0
 
 
+@pytest.mark.slow  # the authorizer log's lake: 2-3 minutes of Spark to build
 @pytest.mark.spark_b  # the sample's own lake: beside the other Spark worker's tests
 def test_the_lake_gives_the_reference_verdicts_on_the_real_log(spark: Any, access_lake: Any) -> None:
     """Every line of the real broker's log: the same verdict, sentence, compared offsets and deciding ACLs as the
@@ -163,6 +165,7 @@ def test_the_lake_gives_the_reference_verdicts_on_the_real_log(spark: Any, acces
     assert any("super user nobody knew" in v[1] for v in strangers.values())
 
 
+@pytest.mark.slow  # the authorizer log's lake: 2-3 minutes of Spark to build
 @pytest.mark.spark_b  # the sample's own lake: beside the other Spark worker's tests
 def test_a_tampered_copy_gives_the_reference_verdicts(spark: Any, access_lake: Any, tmp_path: Path) -> None:
     """Decisions flipped, principals swapped and the named ACL changed on some lines: the lake says what the

@@ -80,6 +80,7 @@ def test_dumps_arriving_day_by_day_give_the_lake_of_one_batch_ingest(spark: Any,
     assert got["acl_events"] and got["metadata_records"]
 
 
+@pytest.mark.slow  # a watch that ingests and replays twice: 1-2 minutes
 def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path) -> None:
     from pyspark.sql import functions as F
 
