@@ -48,7 +48,8 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
         records = of_clusters("metadata_records")  # the dumps' problems only: not those of authorizer logs
         quarantine = of_clusters("quarantine").where(~F.col("source_kind").eqNullSafe(LOG_SOURCE_KIND))
         for name in REPLAY_SCHEMAS:
-            lake.ensure(name)
+            if lake.lay_out(name):  # once, on a lake an older version wrote
+                progress_ui.say(f"{name}: partitioned by cluster and replay (its rows written again, once)", progress)
         states = resume.read_states(lake, clusters)
         plans = resume.plan(records, quarantine, states, clusters, high_watermark, full)
         never = [c for c, p in plans.items() if not p.ingested]
@@ -58,11 +59,16 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
         progress_ui.say(p.describe(), progress)
     todo = {c: p for c, p in plans.items() if not p.unchanged}
     written: dict[str, int] | None = {}
+    cleanup: list[Callable[[], None]] = []
     if todo:
         with safe_unions(lake.spark):
-            written = _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
-    with step(lake.spark, "replay: feed"):  # after the switch, and for every cluster: a replay that died after its
-        feed.append_feed(lake, clusters)      # switch left its changes unfed, and this one feeds them
+            written, cleanup = _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
+
+    def fed() -> None:
+        with step(lake.spark, "replay: feed"):  # after the switch, and for every cluster: a replay that died after
+            feed.append_feed(lake, clusters)      # its switch left its changes unfed, and this one feeds them
+
+    at_once([fed, *cleanup])  # the feed reads the visible rows, the cleanup removes the others: no conflict
     unchanged = [c for c in clusters if c not in todo]
     return TableCounts(lake, list(REPLAY_SCHEMAS), clusters, written, unchanged)
 
@@ -126,11 +132,12 @@ def table_counts(lake: Lake, tables: list[str], clusters: list[str]) -> dict[str
 
 def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
                     high_watermark: int | None, note: dict[str, Any] | None,
-                    states: dict[str, dict[str, Any]]) -> dict[str, int] | None:
+                    states: dict[str, dict[str, Any]]) -> tuple[dict[str, int] | None, list[Callable[[], None]]]:
     """Replay the planned clusters. Readers see one whole replay of each cluster throughout: every table gets this
     replay's rows beside the visible ones (one commit each, which also drops what a replay that died left), then
-    one `replay_state` commit makes them the visible ones, then the previous ones are deleted. Returns the rows
-    written per table (None when Spark did not report them)."""
+    one `replay_state` commit makes them the visible ones. Returns the rows written per table (None when Spark did
+    not report them), and the deletes of the previous rows, one per table, for the caller to run: readers no longer
+    see those rows, so they can go while the feed is written."""
     names = list(plans)
     replay_id = resume.new_replay_id()
     shown = {c: (states.get(c) or {}).get("visible_replay_id") for c in names}
@@ -159,19 +166,19 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
                 lake.write(name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")), meta,
                            replace_where=resume.others_predicate(shown))
 
-        in_parallel(write, list(frames))  # readers see none of it until the switch: the order does not matter
+        at_once([functools.partial(write, name) for name in frames])  # readers see none of it until the switch
         with step(lake.spark, "replay: state"):
             resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
                                 points, last)
     replaced = {c: replay_id for c in names if c in states}  # clusters that had rows of an earlier replay
-    if replaced:
-        def drop(name: str) -> None:
-            with step(lake.spark, "replay: drop the previous rows"):
-                lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {resume.others_predicate(replaced)}")
 
-        in_parallel(drop, list(frames))
+    def drop(name: str) -> None:
+        with step(lake.spark, "replay: drop the previous rows"):  # whole files: the tables are partitioned by replay
+            lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {resume.others_predicate(replaced)}")
+
     counts = {name: observed(o) for name, o in observations.items()}
-    return None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}
+    written = None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}
+    return written, [functools.partial(drop, name) for name in frames] if replaced else []
 
 
 def observed(observation: Observation, metric: str = "rows") -> Any:
@@ -186,10 +193,10 @@ def observed(observation: Observation, metric: str = "rows") -> Any:
         return None
 
 
-def in_parallel(work: Callable[[str], None], names: list[str]) -> None:
-    """`work(name)` for each table at once: Delta commits to different tables do not conflict, and on small data a
-    write is mostly driver time (planning, the commit) that several can overlap. The first error is raised once all
-    have ended."""
-    with ThreadPoolExecutor(max_workers=len(names) or 1, thread_name_prefix="kraft-replay-write") as pool:
-        for future in [pool.submit(work, name) for name in names]:
+def at_once(tasks: list[Callable[[], None]]) -> None:
+    """Run the tasks (each a commit to its own table) at once: Delta commits to different tables do not conflict,
+    and on small data a write is mostly driver time (planning, the commit) that several can overlap. The first error
+    is raised once all have ended."""
+    with ThreadPoolExecutor(max_workers=len(tasks) or 1, thread_name_prefix="kraft-replay-write") as pool:
+        for future in [pool.submit(task) for task in tasks]:
             future.result()

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Self
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, DataFrameWriter, SparkSession
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -83,7 +84,14 @@ TABLE_COMMENTS = {
                    "with what the ACLs allowed.",
 }
 
-PARTITION_COLUMNS = ("cluster_id",)
+
+
+def partition_columns(name: str, schema: StructType) -> list[str]:
+    """How a table is partitioned: by cluster, and a replay table also by the replay that wrote its rows, so that a
+    replay's write beside the visible rows and its removal of the previous ones drop whole files by their partition
+    values (a Delta metadata-only change, no scan of the rows), and a reader reads the visible replay's files only."""
+    wanted = ("cluster_id", REPLAY_ID) if name in REPLAY_SCHEMAS else ("cluster_id",)
+    return [c for c in wanted if c in schema.fieldNames()]
 
 # Properties every table gets at creation.
 TABLE_PROPERTIES: dict[str, str] = {
@@ -472,6 +480,7 @@ class Lake:
             self.location = text.rstrip("/") if _URI_RE.match(text) else os.path.abspath(os.path.expanduser(text))
             self.schema_ref = ""
         self._checked: set[tuple[str, str]] = set()  # (table, schema) whose stored columns this object has checked
+        self._laid_out: set[str] = set()  # tables this object knows to be partitioned as `partition_columns` says
         self._tags: set[str] = set()  # replay tables known to carry replay tags
         self._visible: tuple[str | None, dict[str, str | None]] = (None, {})  # (state token, visible replays)
 
@@ -614,8 +623,10 @@ class Lake:
         conflicts with a concurrent writer of the same rows; Delta checks an append against no other write of rows
         (only against schema or protocol changes)."""
         writer = df.write.format("delta").option("userMetadata", user_metadata).options(**WRITE_OPTIONS)
-        writer = (writer.mode("append") if replace_where is None
-                  else writer.mode("overwrite").option("replaceWhere", replace_where))
+        self._save(name, writer.mode("append") if replace_where is None
+                   else writer.mode("overwrite").option("replaceWhere", replace_where))
+
+    def _save(self, name: str, writer: DataFrameWriter) -> None:
         path = self.table_path(name)
         if path is None:
             writer.saveAsTable(self.table_ref(name))
@@ -635,7 +646,7 @@ class Lake:
         if not self.exists(name):
             props = ", ".join(f"{sql_string(k)} = {sql_string(v)}"
                               for k, v in {**self.properties, **EXTRA_PROPERTIES.get(name, {})}.items())
-            parts = [c for c in PARTITION_COLUMNS if c in schema.fieldNames()]
+            parts = partition_columns(name, schema)
             partitioned = f" PARTITIONED BY ({', '.join(quote_ident(c) for c in parts)})" if parts else ""
             try:
                 self.spark.sql(
@@ -647,6 +658,7 @@ class Lake:
                     raise
                 return ref  # created by the other writer, maybe by another version: checked next time
             self._checked.add(key)  # created with this schema: nothing to check while this object lives
+            self._laid_out.add(name)
             return ref
         if key in self._checked:  # reading the schema loads the table's latest snapshot: once per lake object
             return ref
@@ -657,6 +669,25 @@ class Lake:
             self.spark.sql(f"ALTER TABLE {ref} ADD COLUMNS ({ddl_columns(StructType(missing))})")
         self._checked.add(key)
         return ref
+
+    def lay_out(self, name: str) -> bool:
+        """Give an existing table this version's partitioning (`partition_columns`) if a version before it wrote the
+        table otherwise: one commit that writes its rows again, the same rows, so readers see no change; time travel
+        to its earlier versions still reads their files. Returns whether it rewrote the table. Only a writer calls
+        it (the replay, for its tables): a reader reads either layout."""
+        ref = self.ensure(name)
+        if name in self._laid_out:
+            return False
+        detail = self.spark.sql(f"DESCRIBE DETAIL {ref}").first()
+        wanted = partition_columns(name, SCHEMAS[name])
+        if detail is None or list(detail["partitionColumns"]) == wanted:
+            self._laid_out.add(name)
+            return False
+        self._save(name, self.read_raw(name).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+                   .partitionBy(*wanted).options(**WRITE_OPTIONS)
+                   .option("userMetadata", json.dumps({"operation": "partition", "by": wanted})))
+        self._laid_out.add(name)
+        return True
 
     def document(self, name: str) -> list[str]:
         """Give an existing table the comments of its schema and of `TABLE_COMMENTS` where it lacks them (a lake

@@ -108,3 +108,49 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
     assert leftovers() == 0
     assert seen() != second
     assert table_rows(lake, ["c1"]) == full_replay_rows(lake, ["c1"])
+
+
+@pytest.mark.slow  # two replays: CI runs it, `make test-fast` does not
+def test_replay_tables_an_older_version_wrote_are_partitioned_by_replay_once(spark: Any, tmp_path: Path) -> None:
+    """The replay tables are partitioned by cluster and replay, so that the replay's switch and cleanup drop whole
+    files; a lake an older version wrote (partitioned by cluster only) gets that layout at its next replay, in one
+    commit per table that writes the same rows again: readers see the same rows before and after."""
+    import json
+
+    from pyspark.sql import functions as F
+
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import REPLAY_ID, Lake
+
+    log = synth.generate(11, n_batches=30)
+    synth.write_dump(log, str(tmp_path / "dump"), synth.Layout(segment_every=10))
+    lake = Lake(spark, str(tmp_path / "lake"))
+    ingest(spark, [str(tmp_path / "dump")], cluster="c1", lake=lake, progress=False)
+    replay_lake(lake, ["c1"], progress=False)
+
+    def layout(t: str) -> list[str]:
+        return list(spark.sql(f"DESCRIBE DETAIL {lake.table_ref(t)}").first()["partitionColumns"])
+
+    assert all(layout(t) == ["cluster_id", REPLAY_ID] for t in TABLES)
+    assert layout("replay_state") == ["cluster_id"]
+    before = table_rows(lake, ["c1"])
+
+    for t in TABLES:  # what an older version left: the same rows, partitioned by cluster only
+        (lake.read_raw(t).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+         .partitionBy("cluster_id").save(lake.table_path(t)))
+    older = Lake(spark, lake.location)
+    assert all(layout(t) == ["cluster_id"] for t in TABLES)
+    assert table_rows(older, ["c1"]) == before
+
+    replay_lake(older, ["c1"], full=True, progress=False)
+    assert all(layout(t) == ["cluster_id", REPLAY_ID] for t in TABLES)
+    assert table_rows(older, ["c1"]) == before  # the same records replayed again: the same rows
+    state = older.read("replay_state").where(F.col("cluster_id") == "c1").first()
+    assert state is not None and state.status == "done" and state.visible_replay_id == state.replay_id
+    for t in TABLES:
+        assert older.read_raw(t).where(~F.col(REPLAY_ID).eqNullSafe(state.replay_id)).count() == 0
+        # newest first: the drop of the previous replay's rows, this replay's rows, the new layout (once)
+        ops = [(r["operation"], json.loads(r["userMetadata"] or "{}").get("operation"))
+               for r in older.history(t, 4).collect()]
+        assert ops[0][0] == "DELETE" and ops[1][1] == "replay" and ops[2][1] == "partition", (t, ops)
