@@ -85,13 +85,13 @@ TABLE_COMMENTS = {
 }
 
 
-
 def partition_columns(name: str, schema: StructType) -> list[str]:
     """How a table is partitioned: by cluster, and a replay table also by the replay that wrote its rows, so that a
     replay's write beside the visible rows and its removal of the previous ones drop whole files by their partition
     values (a Delta metadata-only change, no scan of the rows), and a reader reads the visible replay's files only."""
     wanted = ("cluster_id", REPLAY_ID) if name in REPLAY_SCHEMAS else ("cluster_id",)
     return [c for c in wanted if c in schema.fieldNames()]
+
 
 # Properties every table gets at creation.
 TABLE_PROPERTIES: dict[str, str] = {
@@ -674,9 +674,13 @@ class Lake:
         """Give an existing table this version's partitioning (`partition_columns`) if a version before it wrote the
         table otherwise: one commit that writes its rows again, the same rows, so readers see no change; time travel
         to its earlier versions still reads their files. Returns whether it rewrote the table. Only a writer calls
-        it (the replay, for its tables): a reader reads either layout."""
+        it (the replay, for its tables): a reader reads either layout, and so does a writer.
+
+        A catalog's table keeps its layout: changing it goes through REPLACE TABLE, which failed in open-source
+        Spark's session catalog (an internal error: the catalog's partition columns out of step with the Delta log)
+        and replaces the table's properties; a path's table keeps its properties, comments and history."""
         ref = self.ensure(name)
-        if name in self._laid_out:
+        if name in self._laid_out or self.table_path(name) is None:
             return False
         detail = self.spark.sql(f"DESCRIBE DETAIL {ref}").first()
         wanted = partition_columns(name, SCHEMAS[name])
