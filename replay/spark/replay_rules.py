@@ -574,15 +574,25 @@ def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
                     filled(msg.GAP, start="start_offset", end="end_offset", tail=tail))
 
 
-def offset_times(resolved: DataFrame, snaps: DataFrame) -> DataFrame:
+def offset_times(resolved: DataFrame, ranges: DataFrame, snaps: DataFrame) -> DataFrame:
     """The time index: per batch its last offset (when that offset is in the resolved log) and append time; per
-    snapshot its last contained offset and header time."""
+    snapshot its last contained offset and header time.
+
+    A batch whose own last record won its offset is in the log as it is; only the others (a last record that lost
+    to another copy, lay past the high watermark or was truncated) are looked up, in the log's runs (`ranges`, a
+    few rows per cluster) rather than in every resolved offset: no shuffle of the whole log for a rare case."""
     batches = (resolved.groupBy("cluster_id", "source_file", "file_position")
-               .agg(F.max("batch_last_offset").alias("offset"), F.max("append_time").alias("time"))
-               .join(resolved.select("cluster_id", "offset").distinct(), ["cluster_id", "offset"], "left_semi"))
+               .agg(F.max("batch_last_offset").alias("offset"), F.max("append_time").alias("time"),
+                    F.max("offset").alias("_top")))
+    own = batches.where(F.col("_top") == F.col("offset"))
+    runs = ranges.select(F.col("cluster_id").alias("_rc"), F.col("start_offset").alias("_rs"),
+                         F.col("end_offset").alias("_re"))
+    others = batches.where(F.col("_top") != F.col("offset"))
+    others = others.join(runs, (F.col("cluster_id") == F.col("_rc")) & F.col("offset").between(F.col("_rs"), F.col("_re")),
+                         "left_semi")
     points = snaps.where(F.col("snap_time").isNotNull()).select("cluster_id", F.col("q").alias("offset"),
                                                                F.col("snap_time").alias("time"))
-    return (batches.select("cluster_id", "offset", "time").unionByName(points)
+    return (own.unionByName(others).select("cluster_id", "offset", "time").unionByName(points)
             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
 
 
@@ -636,7 +646,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         "acl_history": history,
         "log_coverage": coverage,
         "anomalies": anomalies,
-        "offset_times": offset_times(resolved, snaps),
+        "offset_times": offset_times(resolved, ranges, snaps),
     }
     return frames, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
 
