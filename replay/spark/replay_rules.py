@@ -6,7 +6,8 @@ loop. The reference replayer (`replay.kafka.replayer`) states the same rules one
 here, and the tests hold the two to each other. The steps:
 
 1. **Copies** (rule 6): one record per offset. Copies with one leader epoch are one record (a binary copy before a
-   dump-log text one); the highest epoch wins; a running maximum of the epoch drops truncated suffixes.
+   dump-log text one); the highest epoch wins; a record after the first offset of a higher epoch is a truncated
+   suffix (a table of the epochs' first offsets says so, no running value over the records).
 2. **Runs and gaps**: the log offsets as maximal runs (gaps and islands), and the offsets in no dump.
 3. **Snapshots** (rule 4): a copy loads only when it decoded cleanly (header first, footer, CRCs, nothing
    quarantined inside it); the highest epoch wins per end offset.
@@ -96,7 +97,7 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
     """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies).
 
     `resume` (cluster_id, epoch_floor): the highest epoch of the log before these rows, when they are a suffix.
-    The ranked copies and the winners with their running epoch are kept (`keep`): the anomalies are read from them
+    The ranked copies and the winners marked truncated or not are kept (`keep`): the anomalies are read from them
     rather than ranking every record again when the anomalies table is written.
     """
     log = records.where(F.col("stream") == "log")
@@ -132,19 +133,53 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
         filled(msg.TWO_RECORDS, offset="offset", why=filled(
             msg.DAMAGED_COPY, epoch="_w_epoch", winner_source="_w_src", source="source_file"))))
     winners = ranked.where("_rank = 1").select(*_RESOLVED_COLUMNS)
-    marked = with_running(winners, "offset", ["offset"], [Running("_prev_max", "max_before", F.col("leader_epoch"))],
-                          size).withColumn("_prev_max", F.coalesce(F.col("_prev_max"), F.lit(-1)))
-    if resume is not None:
-        marked = (marked.join(resume.select("cluster_id", "epoch_floor"), "cluster_id", "left")
-                  .withColumn("_prev_max", F.greatest("_prev_max", F.coalesce("epoch_floor", F.lit(-1))))
-                  .drop("epoch_floor"))
-    marked = keep(marked, "resolved")
+    marked = keep(truncated(winners, resume), "resolved")
+    below = marked.where("_truncated")
     anomalies = anomalies.unionByName(_anomaly(
-        marked.where(F.col("leader_epoch") < F.col("_prev_max")), ProblemKind.DIVERGENCE, "offset", "source_file",
-        "file_position",
+        _epoch_before(below, winners, resume), ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
         filled(msg.EPOCH_BELOW_EARLIER, offset="offset", epoch="leader_epoch", max_epoch="_prev_max")))
-    resolved = marked.where(F.col("leader_epoch") >= F.col("_prev_max")).drop("_prev_max")
+    resolved = marked.where(~F.col("_truncated") & F.col("leader_epoch").isNotNull()).drop("_truncated")
     return resolved, anomalies
+
+
+def _epoch_starts(winners: DataFrame) -> DataFrame:
+    """Each leader epoch's first offset in the log (cluster_id, leader_epoch, _first): a few rows per cluster, one
+    per election, which stand in for a running maximum over every record."""
+    return (winners.where(F.col("leader_epoch").isNotNull())
+            .groupBy("cluster_id", "leader_epoch").agg(F.min("offset").alias("_first")))
+
+
+def truncated(winners: DataFrame, resume: DataFrame | None = None) -> DataFrame:
+    """The winners with `_truncated`: an earlier offset has a higher epoch (or the log before a suffix had one,
+    `resume`'s epoch_floor), so the record is a suffix a new leader truncated (rule 6).
+
+    A record of epoch e at offset o is truncated when a higher epoch starts before o, so per epoch the least first
+    offset of the higher ones (`_cut`) decides it: a join with a table of epochs, no sort of the log."""
+    starts = _epoch_starts(winners)
+    higher = Window.partitionBy("cluster_id").orderBy(F.col("leader_epoch").desc()).rowsBetween(_UNBOUNDED, -1)
+    cuts = F.broadcast(starts.select("cluster_id", "leader_epoch", F.min("_first").over(higher).alias("_cut")))
+    marked = winners.join(cuts, ["cluster_id", "leader_epoch"], "left")
+    below = F.coalesce(F.col("offset") > F.col("_cut"), F.lit(False))
+    if resume is not None:
+        floors = F.broadcast(resume.select("cluster_id", F.col("epoch_floor").alias("_floor")))
+        marked = marked.join(floors, "cluster_id", "left")
+        below = below | F.coalesce(F.col("leader_epoch") < F.col("_floor"), F.lit(False))
+    return marked.withColumn("_truncated", below).drop("_cut", "_floor")
+
+
+def _epoch_before(rows: DataFrame, winners: DataFrame, resume: DataFrame | None) -> DataFrame:
+    """`rows` with `_prev_max`: the highest epoch at an offset before theirs (or before the suffix), which the
+    anomaly names. Only truncated rows are asked, rarely many."""
+    starts = F.broadcast(_epoch_starts(winners).select(F.col("cluster_id").alias("_ec"),
+                                                       F.col("leader_epoch").alias("_ee"), "_first"))
+    keys = rows.columns
+    out = (rows.join(starts, (F.col("cluster_id") == F.col("_ec")) & (F.col("_first") < F.col("offset")), "left")
+           .groupBy(*keys).agg(F.max("_ee").alias("_prev_max")))
+    if resume is not None:
+        out = (out.join(F.broadcast(resume.select("cluster_id", F.col("epoch_floor").alias("_floor"))), "cluster_id",
+                        "left")
+               .withColumn("_prev_max", F.greatest("_prev_max", "_floor")).drop("_floor"))
+    return out
 
 
 # ---- 2. runs and gaps ------------------------------------------------------------------------------------------
@@ -576,23 +611,25 @@ def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
 
 def offset_times(resolved: DataFrame, ranges: DataFrame, snaps: DataFrame) -> DataFrame:
     """The time index: per batch its last offset (when that offset is in the resolved log) and append time; per
-    snapshot its last contained offset and header time.
+    snapshot its last contained offset and header time; the greatest time where several meet.
 
-    A batch whose own last record won its offset is in the log as it is; only the others (a last record that lost
-    to another copy, lay past the high watermark or was truncated) are looked up, in the log's runs (`ranges`, a
-    few rows per cluster) rather than in every resolved offset: no shuffle of the whole log for a rare case."""
-    batches = (resolved.groupBy("cluster_id", "source_file", "file_position")
-               .agg(F.max("batch_last_offset").alias("offset"), F.max("append_time").alias("time"),
-                    F.max("offset").alias("_top")))
-    own = batches.where(F.col("_top") == F.col("offset"))
-    runs = ranges.select(F.col("cluster_id").alias("_rc"), F.col("start_offset").alias("_rs"),
-                         F.col("end_offset").alias("_re"))
-    others = batches.where(F.col("_top") != F.col("offset"))
-    others = others.join(runs, (F.col("cluster_id") == F.col("_rc")) & F.col("offset").between(F.col("_rs"), F.col("_re")),
-                         "left_semi")
+    Every row carries its batch's last offset and append time, so no batch is grouped: a row at its batch's last
+    offset is that batch's entry as it is, and only rows before their batch's end (a minority: NoOps and most
+    records are alone or last in their batch) are looked up in the log's runs (`ranges`, a few rows per cluster)
+    and cut to one per batch, for a batch whose last record lost its offset, lay past the high watermark or was
+    truncated."""
+    at_end = F.col("offset") == F.col("batch_last_offset")
+    own = resolved.where(at_end).select("cluster_id", "offset", F.col("append_time").alias("time"))
+    runs = F.broadcast(ranges.select(F.col("cluster_id").alias("_rc"), F.col("start_offset").alias("_rs"),
+                                     F.col("end_offset").alias("_re")))
+    inside = (resolved.where(~at_end)
+              .select("cluster_id", F.col("batch_last_offset").alias("offset"), F.col("append_time").alias("time"))
+              .distinct())
+    inside = inside.join(runs, (F.col("cluster_id") == F.col("_rc"))
+                         & F.col("offset").between(F.col("_rs"), F.col("_re")), "left_semi")
     points = snaps.where(F.col("snap_time").isNotNull()).select("cluster_id", F.col("q").alias("offset"),
                                                                F.col("snap_time").alias("time"))
-    return (own.unionByName(others).select("cluster_id", "offset", "time").unionByName(points)
+    return (own.unionByName(inside).unionByName(points)
             .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
 
 
