@@ -92,8 +92,7 @@ def _py_list(ids: Column) -> Column:
 
 # ---- 1. copies -------------------------------------------------------------------------------------------------
 def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: DataFrame | None = None,
-                size: int | None = None, keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df,
-                ) -> tuple[DataFrame, DataFrame]:
+                keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df) -> tuple[DataFrame, DataFrame]:
     """One copy per offset (see the module docstring). Returns (resolved rows, their anomalies).
 
     `resume` (cluster_id, epoch_floor): the highest epoch of the log before these rows, when they are a suffix.
@@ -133,12 +132,13 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
         filled(msg.TWO_RECORDS, offset="offset", why=filled(
             msg.DAMAGED_COPY, epoch="_w_epoch", winner_source="_w_src", source="source_file"))))
     winners = ranked.where("_rank = 1").select(*_RESOLVED_COLUMNS)
-    marked = keep(truncated(winners, resume), "resolved")
-    below = marked.where("_truncated")
+    starts = _epoch_starts(winners)
+    marked = keep(truncated(winners, starts, resume), "resolved")
     anomalies = anomalies.unionByName(_anomaly(
-        _epoch_before(below, winners, resume), ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
+        _epoch_before(marked.where("_truncated"), starts), ProblemKind.DIVERGENCE, "offset", "source_file",
+        "file_position",
         filled(msg.EPOCH_BELOW_EARLIER, offset="offset", epoch="leader_epoch", max_epoch="_prev_max")))
-    resolved = marked.where(~F.col("_truncated") & F.col("leader_epoch").isNotNull()).drop("_truncated")
+    resolved = marked.where(~F.col("_truncated") & F.col("leader_epoch").isNotNull()).drop("_truncated", "_floor")
     return resolved, anomalies
 
 
@@ -149,37 +149,34 @@ def _epoch_starts(winners: DataFrame) -> DataFrame:
             .groupBy("cluster_id", "leader_epoch").agg(F.min("offset").alias("_first")))
 
 
-def truncated(winners: DataFrame, resume: DataFrame | None = None) -> DataFrame:
+def truncated(winners: DataFrame, starts: DataFrame, resume: DataFrame | None = None) -> DataFrame:
     """The winners with `_truncated`: an earlier offset has a higher epoch (or the log before a suffix had one,
-    `resume`'s epoch_floor), so the record is a suffix a new leader truncated (rule 6).
+    `resume`'s epoch_floor, kept as `_floor`), so the record is a suffix a new leader truncated (rule 6).
 
     A record of epoch e at offset o is truncated when a higher epoch starts before o, so per epoch the least first
-    offset of the higher ones (`_cut`) decides it: a join with a table of epochs, no sort of the log."""
-    starts = _epoch_starts(winners)
+    offset of the higher ones (`_cut`, from `starts`: `_epoch_starts`) decides it: a join with a table of epochs,
+    no sort of the log."""
     higher = Window.partitionBy("cluster_id").orderBy(F.col("leader_epoch").desc()).rowsBetween(_UNBOUNDED, -1)
     cuts = F.broadcast(starts.select("cluster_id", "leader_epoch", F.min("_first").over(higher).alias("_cut")))
     marked = winners.join(cuts, ["cluster_id", "leader_epoch"], "left")
-    below = F.coalesce(F.col("offset") > F.col("_cut"), F.lit(False))
-    if resume is not None:
-        floors = F.broadcast(resume.select("cluster_id", F.col("epoch_floor").alias("_floor")))
-        marked = marked.join(floors, "cluster_id", "left")
-        below = below | F.coalesce(F.col("leader_epoch") < F.col("_floor"), F.lit(False))
-    return marked.withColumn("_truncated", below).drop("_cut", "_floor")
+    if resume is None:
+        marked = marked.withColumn("_floor", F.lit(None).cast("int"))
+    else:
+        marked = marked.join(F.broadcast(resume.select("cluster_id", F.col("epoch_floor").alias("_floor"))),
+                             "cluster_id", "left")
+    below = F.coalesce(F.col("offset") > F.col("_cut"), F.lit(False)) | F.coalesce(
+        F.col("leader_epoch") < F.col("_floor"), F.lit(False))
+    return marked.withColumn("_truncated", below).drop("_cut")
 
 
-def _epoch_before(rows: DataFrame, winners: DataFrame, resume: DataFrame | None) -> DataFrame:
-    """`rows` with `_prev_max`: the highest epoch at an offset before theirs (or before the suffix), which the
-    anomaly names. Only truncated rows are asked, rarely many."""
-    starts = F.broadcast(_epoch_starts(winners).select(F.col("cluster_id").alias("_ec"),
-                                                       F.col("leader_epoch").alias("_ee"), "_first"))
-    keys = rows.columns
-    out = (rows.join(starts, (F.col("cluster_id") == F.col("_ec")) & (F.col("_first") < F.col("offset")), "left")
-           .groupBy(*keys).agg(F.max("_ee").alias("_prev_max")))
-    if resume is not None:
-        out = (out.join(F.broadcast(resume.select("cluster_id", F.col("epoch_floor").alias("_floor"))), "cluster_id",
-                        "left")
-               .withColumn("_prev_max", F.greatest("_prev_max", "_floor")).drop("_floor"))
-    return out
+def _epoch_before(rows: DataFrame, starts: DataFrame) -> DataFrame:
+    """Truncated `rows` (from `truncated`) with `_prev_max`: the highest epoch at an offset before theirs, or
+    before the suffix (`_floor`), which the anomaly names. Only truncated rows are asked, rarely many."""
+    epochs = F.broadcast(starts.select(F.col("cluster_id").alias("_ec"), F.col("leader_epoch").alias("_ee"),
+                                       "_first"))
+    return (rows.join(epochs, (F.col("cluster_id") == F.col("_ec")) & (F.col("_first") < F.col("offset")), "left")
+            .groupBy(*rows.columns).agg(F.max("_ee").alias("_prev_max"))
+            .withColumn("_prev_max", F.greatest("_prev_max", "_floor")))
 
 
 # ---- 2. runs and gaps ------------------------------------------------------------------------------------------
@@ -657,7 +654,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
                                                       F.col("payload_json")).alias("payload_json"))
     quarantine = quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section", "file_position",
                                    "message")
-    resolved, log_anomalies = resolve_log(records, high_watermark, resume, size, keep)
+    resolved, log_anomalies = resolve_log(records, high_watermark, resume, keep)
     ranges = keep(log_ranges(resolved, size), "runs")
     snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark, keep)
     last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
