@@ -10,7 +10,9 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from replay.spark.tables import (
     METADATA_RECORDS,
     QUARANTINE,
+    RECORD_STATS_COLUMNS,
     SCHEMAS,
+    STATS_COLUMNS_PROPERTY,
     TABLE_COMMENTS,
     Lake,
     ddl_columns,
@@ -164,3 +166,19 @@ def test_describe_shows_every_comment_and_an_older_lake_gets_them(spark: Any, tm
     columns, table = _described(spark, older.table_ref("anomalies"))
     assert columns["message"] == "what was found, in words" and table == TABLE_COMMENTS["anomalies"]
     assert older.document("anomalies") == []
+
+    # metadata_records keeps statistics of the columns readers select by only; an older lake's table gets the
+    # property from `document` (its comments too), and a new lake's has it from the start
+    assert _properties(spark, lake.table_ref(METADATA_RECORDS))[STATS_COLUMNS_PROPERTY] == ",".join(
+        RECORD_STATS_COLUMNS)
+    plain = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in SCHEMAS[METADATA_RECORDS].fields)
+    spark.sql(f"CREATE TABLE {older.table_ref(METADATA_RECORDS)} ({plain}) USING DELTA")
+    assert STATS_COLUMNS_PROPERTY not in _properties(spark, older.table_ref(METADATA_RECORDS))
+    assert any(STATS_COLUMNS_PROPERTY in s for s in older.document(METADATA_RECORDS))
+    assert _properties(spark, older.table_ref(METADATA_RECORDS))[STATS_COLUMNS_PROPERTY] == ",".join(
+        RECORD_STATS_COLUMNS)
+    assert older.document(METADATA_RECORDS) == []
+
+
+def _properties(spark: Any, ref: str) -> dict[str, str]:
+    return dict(spark.sql(f"DESCRIBE DETAIL {ref}").first()["properties"])
