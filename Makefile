@@ -16,7 +16,9 @@ $(NATIVE_STAMP): native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wil
 	@if command -v cargo >/dev/null; then $(PYTHON) -m pip install --quiet ./native && touch $@; \
 	else echo "note: cargo not found: the compiled decoder (native/) is not built, the pure-Python one is used"; fi
 
+# the Spark driver's class archive (replay/spark/class_archive.py): built once, in about a minute, when missing
 setup: $(STAMP) $(NATIVE_STAMP)
+	@$(PYTHON) -m replay.spark.build_class_archive
 
 demo: setup
 	kraft-replay demo

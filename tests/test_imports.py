@@ -30,6 +30,7 @@ LAYERS: dict[str, int] = {
     "replay.progress": 0,  # progress bars; imports nothing of ours
     "replay.spark.tables": 1,  # the lake: every table's schema, SQL quoting
     "replay.spark.session": 1,  # a SparkSession with Delta
+    "replay.spark.class_archive": 1,  # where the driver's class archive is, and the JVM options that map it
     "replay.spark.frames": 1,  # DataFrame helpers
     "replay.spark": 2,  # ingest, replay, queries, authorize, audits, plots, the tour's questions
     "replay.cli": 3,

@@ -37,6 +37,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from replay.maven import DELTA_JVM_VERSION, delta_jars
+from replay.spark import class_archive
 from replay.spark.tables import PARQUET_CODEC
 
 log = logging.getLogger("replay.spark")
@@ -194,8 +195,8 @@ def quick_jvm_options() -> str:
 
 def local_conf(master: str, app_name: str, memory: str | None, quick: bool = False) -> dict[str, str]:
     """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users).
-    `quick`: the driver lives for one question (`quick_jvm_options`); settings given to `get_spark` or in
-    `PYSPARK_SUBMIT_ARGS` still win."""
+    `quick`: the driver lives for one question (`quick_jvm_options`). The driver maps the class archive when there
+    is one (`replay.spark.class_archive`). Settings given to `get_spark` or in `PYSPARK_SUBMIT_ARGS` still win."""
     jars = delta_jars()
     conf = {
         "spark.app.name": app_name,
@@ -225,7 +226,8 @@ def local_conf(master: str, app_name: str, memory: str | None, quick: bool = Fal
         cores = os.cpu_count() or 2
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
-    if quick and (options := quick_jvm_options()):
+    options = " ".join(o for o in (quick_jvm_options() if quick else "", class_archive.jvm_options()) if o)
+    if options:
         conf["spark.driver.extraJavaOptions"] = options
     if _is_loopback_master(master):
         conf["spark.driver.host"] = "127.0.0.1"

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from replay.spark import class_archive
 from replay.spark.session import QUICK_JVM_OPTIONS, STATUS_RETENTION
 
 SPARK_TEST_CONF = {
@@ -44,13 +45,16 @@ SESSION_MEMORY = "3g"
 # replays of the crash test's dump: 201 s of CPU with Spark's defaults, 186 s with the serial collector, 165 s with
 # both (warm runs 26-28 s against 20-22 s). Only the collector and the JVM's bookkeeping change, never a result.
 JVM_OPTIONS = "-XX:+UseSerialGC -XX:-UsePerfData"
+# drivers also map the class archive `make setup` built (`replay.spark.class_archive`), as the CLI's do: a session
+# with the suite's options ready in 3.7-3.9 s and its first job in 1.2 s, against 6.5-6.9 s and 2.7 s without
+DRIVER_JVM_OPTIONS = f"{JVM_OPTIONS} {class_archive.jvm_options()}".strip()
 # The suite's long-lived sessions also get room for 1 GiB of compiled code (the default reserves 240 MiB with both
 # compilers, split between the profiled and the optimized code). A warm replay of a sample still spent 9-13 s of its
 # 40-50 s of JVM CPU in the compiler threads after five replays in one session, with 162 MiB of compiled code live.
 # Measured on one session (the retention-gap sample ingested, then six full replays; two pairs, 2026-12-02): the
 # JVM's CPU 318 and 315 s with the larger cache against 345 and 328 s without, replays 2-6 205 and 211 s against
 # 227 and 219 s. Only where the JIT keeps its code changes, never a result.
-LONG_LIVED_JVM_OPTIONS = f"{JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g"
+LONG_LIVED_JVM_OPTIONS = f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g"
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
 
 # a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors, the
@@ -60,9 +64,9 @@ SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
 # was dearer from the fourth run on (28 against 20-26 s), so the suite's long-lived session keeps both compilers
 # (checked again at stop 41: the feed and visibility modules in one session, C1 only 636 s wall and 884 s of
 # machine CPU against 468 s and 769 s with both, though the JIT's compile time was 230 s of a 6-minute run).
-SHORT_LIVED_JVM_OPTIONS = f"{JVM_OPTIONS} {QUICK_JVM_OPTIONS}"  # what the CLI gives a question's driver
+SHORT_LIVED_JVM_OPTIONS = f"{DRIVER_JVM_OPTIONS} {QUICK_JVM_OPTIONS}"  # what the CLI gives a question's driver
 LEAN_JVMS = {"spark.driver.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS,
-             "spark.executor.extraJavaOptions": SHORT_LIVED_JVM_OPTIONS}
+             "spark.executor.extraJavaOptions": f"{JVM_OPTIONS} {QUICK_JVM_OPTIONS}"}  # another class path: no archive
 # A Spark Connect server of one test (an ingest and a few dozen queries, or one notebook): the pipeline test's
 # server with its ingest and eight questions used 155 s of machine CPU with C1 only against 193 s with both compilers
 # (alone, quiet machine; wall 123 s against 115 s).

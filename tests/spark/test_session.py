@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from replay.spark import class_archive
 from replay.spark import session as S
 
 
@@ -37,6 +38,7 @@ def test_local_conf_has_delta_and_explicit_jars() -> None:
 
 def test_a_quick_session_asks_for_the_quick_jvm_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(S.QUICK_JVM_ENV, raising=False)
+    monkeypatch.setenv(class_archive.ENV, "off")  # the class archive's options apart (the test below)
     assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g")
     assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == S.QUICK_JVM_OPTIONS
     assert "-XX:TieredStopAtLevel=1" in S.QUICK_JVM_OPTIONS
@@ -82,3 +84,49 @@ def test_get_spark_on_databricks_uses_the_runtime_session(
     assert S.on_databricks()
     assert S.get_spark(master="spark://ignored:7077") is spark
     assert "Spark: Databricks session (runtime 18.0" in capsys.readouterr().err
+
+
+def test_a_driver_maps_the_class_archive_when_there_is_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The archive is named after the Java, PySpark and Delta it was made with; a driver maps it when it exists,
+    besides the quick options; `KRAFT_REPLAY_CLASS_ARCHIVE=off` leaves it out, a path there names another file."""
+    monkeypatch.delenv(class_archive.ENV, raising=False)
+    monkeypatch.setenv("KRAFT_REPLAY_CACHE", str(tmp_path / "cache"))
+    path = class_archive.archive_path()
+    assert path is not None and path.parent == tmp_path / "cache" / "class-archive" and path.suffix == ".jsa"
+    assert class_archive.jvm_options() == ""  # none built in this cache
+    assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"an archive")
+    assert class_archive.jvm_options().startswith(f"-XX:SharedArchiveFile={path} -Xshare:auto")
+    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == class_archive.jvm_options()
+    quick = S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"]
+    assert quick == f"{S.QUICK_JVM_OPTIONS} {class_archive.jvm_options()}"
+    monkeypatch.setenv(class_archive.ENV, "off")
+    assert class_archive.archive_path() is None and class_archive.jvm_options() == ""
+    other = tmp_path / "other.jsa"
+    monkeypatch.setenv(class_archive.ENV, str(other))
+    assert class_archive.jvm_options() == ""
+    other.write_bytes(b"x")
+    assert str(other) in class_archive.jvm_options()
+
+
+@pytest.mark.spark
+def test_a_spark_driver_starts_with_the_class_archive() -> None:
+    """The archive `make setup` built (built here if it is missing) is one a Spark driver maps: with `-Xshare:on`
+    Java refuses to start rather than run without it, so the driver's job running says the archive is used."""
+    import subprocess
+    import sys
+
+    from replay.spark.build_class_archive import build
+
+    path = class_archive.archive_path()
+    assert path is not None, "no java found, or KRAFT_REPLAY_CLASS_ARCHIVE=off"
+    if not path.is_file():
+        assert build(path, say=False)
+    assert not list(path.parent.glob("*.tmp"))  # written whole
+    script = ("import sys; from replay.spark.session import get_spark; "
+              "s = get_spark(master='local[1]', conf={'spark.driver.extraJavaOptions': sys.argv[1], "
+              "'spark.ui.enabled': 'false'}); print('rows', s.range(5).count())")
+    out = subprocess.run([sys.executable, "-c", script, f"-XX:SharedArchiveFile={path} -Xshare:on"],
+                         capture_output=True, text=True, check=False, timeout=300)
+    assert out.returncode == 0 and "rows 5" in out.stdout, out.stderr[-2000:]
