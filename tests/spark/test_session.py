@@ -130,3 +130,7 @@ def test_a_spark_driver_starts_with_the_class_archive() -> None:
     out = subprocess.run([sys.executable, "-c", script, f"-XX:SharedArchiveFile={path} -Xshare:on"],
                          capture_output=True, text=True, check=False, timeout=300)
     assert out.returncode == 0 and "rows 5" in out.stdout, out.stderr[-2000:]
+    # a JVM of another class path (a Connect server, an executor) given the same options runs, silently without it
+    other = subprocess.run(["java", *class_archive.jvm_options().split(), "-cp", str(path.parent), "-version"],
+                           capture_output=True, text=True, check=False, timeout=60)
+    assert other.returncode == 0 and "cds" not in other.stdout + other.stderr.replace("sharing", ""), other.stderr
