@@ -3,13 +3,13 @@
 A driver JVM spends seconds loading and verifying the same thousands of Spark, Scala and Hadoop classes every time it
 starts. Java can store the classes a run loaded in an archive (`-XX:ArchiveClassesAtExit`) that later JVMs map
 instead (`-XX:SharedArchiveFile`). Measured on the 2-core machine (2026-12-04): a local session ready in 4.2-4.3 s
-and its first job in 1.5-1.6 s with the archive, against 6.4-6.8 s and 2.5 s without. Every CLI command that starts
-Spark pays that once.
+and its first job in 1.5-1.6 s with the archive, against 6.4-6.8 s and 2.5 s without: seconds off every command that
+starts Spark.
 
-`make setup` builds the archive (`python -m replay.spark.build_class_archive`): one small ingest, replay and
-question in a driver that writes the archive as it exits. It lives in the user's cache, named after what it depends on (the Java
-binary, PySpark, Delta), so another Java or Spark simply finds none. A JVM that cannot use an archive (another Java
-than the one that wrote it, say) runs without it: the archive only ever changes how fast classes load.
+`make setup` builds the archive (`python -m replay.spark.build_class_archive`): a driver that does a little Delta
+work writes it as it exits. It lives in the user's cache, named after what it depends on (the Java binary, PySpark,
+Delta), so another Java or Spark simply finds none. A JVM that cannot use an archive (one of another class path, a
+Connect server say) runs without it: the archive only ever changes how fast classes load.
 `KRAFT_REPLAY_CLASS_ARCHIVE=off` leaves it out; a path there names another file.
 """
 
