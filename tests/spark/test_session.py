@@ -63,11 +63,14 @@ def test_session_writes_and_reads_delta(spark: Any, tmp_path: Any) -> None:
 @pytest.mark.spark
 def test_the_session_keeps_little_of_finished_work(spark: Any) -> None:
     """The status store's limits reach the driver (Spark prunes to them): a long session does not hold a thousand
-    jobs' plans and tasks, and keeps the code it compiled for a replay's plans (`CODEGEN_CACHE`)."""
-    assert S.local_conf("local[2]", "app", "1g").items() >= {**S.STATUS_RETENTION, **S.CODEGEN_CACHE}.items()
+    jobs' plans and tasks, keeps the code it compiled for a replay's plans (`CODEGEN_CACHE`), and its broadcast
+    joins' hash tables take small memory pages (`MEMORY_PAGES`)."""
+    settings = {**S.STATUS_RETENTION, **S.CODEGEN_CACHE, **S.MEMORY_PAGES}
+    assert S.local_conf("local[2]", "app", "1g").items() >= settings.items()
     conf = spark.sparkContext.getConf()
-    for key, value in {**S.STATUS_RETENTION, **S.CODEGEN_CACHE}.items():  # and room for a replay's compiled code
+    for key, value in settings.items():
         assert conf.get(key) == value, key
+    assert spark.sparkContext._jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 2 * 1024**2
 
 
 @pytest.mark.spark
