@@ -54,13 +54,7 @@ DRIVER_JVM_OPTIONS = f"{JVM_OPTIONS} {class_archive.jvm_options()}".strip()
 # Measured on one session (the retention-gap sample ingested, then six full replays; two pairs, 2026-12-02): the
 # JVM's CPU 318 and 315 s with the larger cache against 345 and 328 s without, replays 2-6 205 and 211 s against
 # 227 and 219 s. Only where the JIT keeps its code changes, never a result.
-# They also compile with the optimizing compiler (C2) only what runs 20,000 times (not 5,000; loops 200,000 times,
-# not 40,000): seven replays of a sample in one session spent 9-14 s per warm replay in the compiler threads, the
-# long tail of Spark's planner code that each replay runs a little. With the higher thresholds 188 s of JVM CPU in
-# all against 205 s, the warm replays 125 s against 137 s, at the same wall (158-160 s); at 100,000 the wall grew by a
-# fifth (code left in the slower profiled C1 tier). Only which code C2 compiles changes, never a result.
-LONG_LIVED_JVM_OPTIONS = (f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -XX:Tier4InvocationThreshold=20000 "
-                          "-XX:Tier4CompileThreshold=40000 -XX:Tier4BackEdgeThreshold=200000")
+LONG_LIVED_JVM_OPTIONS = f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g"
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
 
 # a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors, the
