@@ -72,7 +72,7 @@ CODEGEN_CACHE = {"spark.sql.codegen.cache.maxEntries": "2000"}
 # Spark sizes its memory pages from the heap: 64 MiB for a driver of a few GiB. The hash table of every broadcast
 # join takes a whole page however few rows it holds, zeroed when allocated and kept while its broadcast lives, and a
 # replay broadcasts about a hundred small tables. A local[2] session (the suite's settings) after two warm replays of
-# a sample held 472 MiB of such pages after a full collection, against 18 MiB with 2 MiB pages; four replays of the
+# a sample held 472 MiB of such pages after a full collection, against 18 MiB with 1 MiB pages; four replays of the
 # sample in one session took 100-109 s and 143-156 s of JVM CPU against 123-124 s and 165-166 s (2026-12-04). The
 # benchmark's cold 1M replay (G1, a fresh driver) was the same either way. Larger rows still get pages of their size.
 MEMORY_PAGES = {"spark.buffer.pageSize": "2m"}
