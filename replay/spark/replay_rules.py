@@ -453,8 +453,9 @@ def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends
                                     .otherwise(F.col("_prev_q"))))
          .withColumn("_q", F.when(reveals, F.col("pos")).when(stray, F.col("pos") - 1))
          .withColumn("_reveals", reveals))
-    # Broadcast: a few rows per snapshot, while `_p` and `_q` are null on nearly every observation, so a shuffle of
-    # `t` by them put all its rows in one task (the 2M benchmark: one task read 253,420 rows, 144 MiB, to match none).
+    # Broadcast: the bounds are one row per distinct (previous observation, snapshot) of the changes only a snapshot
+    # shows, few, while `_p` and `_q` are null on nearly every observation, so a shuffle of `t` by them put all its
+    # rows in one task (the 2M benchmark: one task read 253,420 rows, 144 MiB, to match none).
     window_bounds = unknown_bounds(t.where(F.col("_reveals")), gaps.unionByName(spanning_ends))
     stray_bounds = unknown_bounds(t.where(stray), gaps)
     return (t.join(F.broadcast(window_bounds.withColumn("_reveals", F.lit(True))), ["cluster_id", "_p", "_q", "_reveals"],
