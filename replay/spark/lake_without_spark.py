@@ -260,13 +260,13 @@ class LakeFiles:
             first = (earliest, offsets[stamps.index(earliest)])
         return _Cluster(coverage, OffsetTimes.of_columns(offsets, stamps), first)
 
-    def _lifetimes(self, cluster: str, visible: dict[str, str | None] | None, at: int | None) -> list[AclLifetime]:
-        """The cluster's lifetimes; with `at`, those that can be live there (`_near`)."""
+    def _lifetimes(self, cluster: str, visible: dict[str, str | None] | None, at: int) -> list[AclLifetime]:
+        """The cluster's lifetimes that can be live at `at` (`_near`)."""
         return _lifetimes_of(self._read("acl_history", cluster, _LIFETIME_COLUMNS, visible, _near(at)))
 
-    def _events(self, cluster: str, visible: dict[str, str | None] | None, at: int | None) -> list[AclEvent]:
-        """The events that can hold a moment back (`_later`)."""
-        return _events_of(self._read("acl_events", cluster, _EVENT_COLUMNS, visible, _later(at)))
+    def _events(self, cluster: str, visible: dict[str, str | None] | None, at: int) -> list[AclEvent]:
+        """The events that hold the moment `at` back (`_holding_back`)."""
+        return _events_of(_holding_back(self._read("acl_events", cluster, _EVENT_COLUMNS, visible, _later(at)), at))
 
     def _visible_replays(self) -> dict[str, str | None] | None:
         """Per cluster, the replay whose rows readers see; None for a lake written before replays were tagged."""
@@ -307,13 +307,11 @@ _EVENT_COLUMNS = ["offset", "time", "acl_id", "change", "cause", *ACL_FIELDS, "r
                   "seq"]
 
 
-def _near(at: int | None) -> Any:
+def _near(at: int) -> Any:
     """The lifetimes that can be live at `at` (a superset the rules then decide: begun by then, not certainly gone
-    by then); None: all."""
+    by then)."""
     import pyarrow.compute as pc
 
-    if at is None:
-        return None
     return (pc.field("valid_from_min_offset") <= at) & (
         pc.field("valid_to_offset").is_null() | (pc.field("valid_to_offset") > at))
 
