@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from spark_dumps import SAMPLES
 
 from replay import cli
@@ -221,3 +223,28 @@ def test_what_delta_rs_cannot_answer_goes_to_spark_and_says_why(tmp_path: Path) 
     with pytest.raises(Unreadable, match="has no table acl_history, acl_events, log_coverage, offset_times, "
                                          "replay_state yet"):
         LakeFiles.open(f"file://{tmp_path}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(units=st.lists(st.tuples(st.integers(0, 40), st.lists(st.integers(0, 12), min_size=1, max_size=4),
+                                st.sampled_from(["batch", "transaction"])), max_size=8),
+       at=st.integers(-1, 60))
+def test_a_question_keeps_only_the_unit_that_holds_its_moment_back(units: list[tuple[int, list[int], str]],
+                                                                   at: int) -> None:
+    """`_holding_back` hands the Python engine one unit of changes instead of every change logged before the moment:
+    `as_of.unpublished_at` answers the same from it as from all of them."""
+    import pyarrow as pa
+
+    from replay.kafka.as_of import unpublished_at
+    from replay.spark.lake_without_spark import _holding_back
+
+    # (visible offset, record offset, cause): a unit's records become visible together, at its last one
+    rows = [(first + max(gaps), first + gap, cause) for first, gaps, cause in units for gap in gaps]
+    table = pa.table({"offset": pa.array([r[0] for r in rows], pa.int64()),
+                      "record_offset": pa.array([r[1] for r in rows], pa.int64()),
+                      "cause": pa.array([r[2] for r in rows], pa.string())})
+    kept = _holding_back(table, at)
+    assert kept.num_rows <= table.num_rows
+    assert (unpublished_at(at, zip(kept["offset"].to_pylist(), kept["record_offset"].to_pylist(),
+                                   kept["cause"].to_pylist(), strict=True))
+            == unpublished_at(at, rows))
