@@ -153,10 +153,14 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
             quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans),
             stages=stages, span=max(p.span for p in plans.values()))
         frames = resume.splice(lake, frames, plans)
-        with step(lake.spark, "replay: resume points"):
-            points = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
-                parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
-            last = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
+        found: dict[str, dict[str, Any]] = {}
+
+        def resume_points() -> None:  # asked while the tables are written: they need nothing of each other
+            with step(lake.spark, "replay: resume points"):
+                found["points"] = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
+                    parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
+                found["last"] = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
+
         observations = {name: Observation(f"rows of {name}") for name in frames}
 
         def write(name: str) -> None:
@@ -166,10 +170,10 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
                 lake.write(name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")), meta,
                            replace_where=resume.others_predicate(shown))
 
-        at_once([functools.partial(write, name) for name in frames])  # readers see none of it until the switch
+        at_once([resume_points, *[functools.partial(write, name) for name in frames]])  # none seen until the switch
         with step(lake.spark, "replay: state"):
             resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
-                                points, last)
+                                found["points"], found["last"])
     replaced = {c: replay_id for c in names if c in states}  # clusters that had rows of an earlier replay
 
     def drop(name: str) -> None:

@@ -32,6 +32,7 @@ here, and the tests hold the two to each other. The steps:
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -664,23 +665,28 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
                                                       F.col("payload_json")).alias("payload_json"))
     quarantine = quarantine.select("cluster_id", "kind", "offset", "source_file", "text_section", "file_position",
                                    "message")
-    resolved, log_anomalies = resolve_log(records, high_watermark, resume, keep)
-    ranges = keep(log_ranges(resolved, size), "runs")
-    snaps, snap_acls, snap_anomalies = snapshots(records, quarantine, high_watermark, keep)
-    last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
-            .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
-            .groupBy("cluster_id").agg(F.max("o").alias("last_offset")))
-    gaps = unknown_gaps(ranges, last)
-    if resume is not None:
-        gaps = _resumed_gaps(gaps, resume)
-    visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size, keep, high_watermark)
-    obs = keep(observations(visible, snaps, snap_acls, size), "observations")
-    t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
-                         spanning_ends), "transitions")
-    events = keep(number_events(_event_rows(t), size), "events")
+    # Steps that do not need each other's rows are written at the same time (`beside`): on a small log each step is
+    # mostly the driver's planning and Spark's scheduling, which overlap.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-replay-beside") as beside:
+        snapshot_parts = beside.submit(snapshots, records, quarantine, high_watermark, keep)
+        resolved, log_anomalies = resolve_log(records, high_watermark, resume, keep)
+        ranges = keep(log_ranges(resolved, size), "runs")
+        snaps, snap_acls, snap_anomalies = snapshot_parts.result()
+        last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
+                .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
+                .groupBy("cluster_id").agg(F.max("o").alias("last_offset")))
+        gaps = unknown_gaps(ranges, last)
+        if resume is not None:
+            gaps = _resumed_gaps(gaps, resume)
+        visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, resume, size, keep, high_watermark)
+        obs = keep(observations(visible, snaps, snap_acls, size), "observations")
+        t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
+                             spanning_ends), "transitions")
+        incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)
+        coverage_part = beside.submit(keep, coverage_frame(ranges, snaps, incomplete), "coverage")
+        events = keep(number_events(_event_rows(t), size), "events")
+        coverage = coverage_part.result()  # log_coverage and the gap anomalies
     history = lifetimes(events, obs, last, gaps)
-    incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)
-    coverage = keep(coverage_frame(ranges, snaps, incomplete), "coverage")  # log_coverage and the gap anomalies
     quarantined = quarantine.drop("text_section")
     anomalies = (log_anomalies.unionByName(snap_anomalies).unionByName(txn_anomalies)
                  .unionByName(acl_anomalies(t, snaps)).unionByName(gap_anomalies(coverage, snaps))
