@@ -135,9 +135,10 @@ def resolve_log(records: DataFrame, high_watermark: int | None = None, resume: D
         filled(msg.TWO_RECORDS, offset="offset", why=filled(
             msg.DAMAGED_COPY, epoch="_w_epoch", winner_source="_w_src", source="source_file"))))
     marked = ranked.where("_rank = 1").select(*_RESOLVED_COLUMNS, "_truncated", "_floor")
+    # the epochs' first offsets read again from the staged copies: the anomalies' write then reads no bronze row
+    below = _epoch_before(marked.where("_truncated"), _epoch_starts(ranked))
     anomalies = anomalies.unionByName(_anomaly(
-        _epoch_before(marked.where("_truncated"), _epoch_starts(ranked)), ProblemKind.DIVERGENCE, "offset", "source_file",
-        "file_position",
+        below, ProblemKind.DIVERGENCE, "offset", "source_file", "file_position",
         filled(msg.EPOCH_BELOW_EARLIER, offset="offset", epoch="leader_epoch", max_epoch="_prev_max")))
     resolved = marked.where(~F.col("_truncated") & F.col("leader_epoch").isNotNull()).drop("_truncated", "_floor")
     return resolved, anomalies
@@ -465,10 +466,10 @@ def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends
     # rows in one task (the 2M benchmark: one task read 253,420 rows, 144 MiB, to match none).
     window_bounds = unknown_bounds(t.where(F.col("_reveals")), gaps.unionByName(spanning_ends))
     stray_bounds = unknown_bounds(t.where(stray), gaps)
-    return (t.join(F.broadcast(window_bounds.withColumn("_reveals", F.lit(True))), ["cluster_id", "_p", "_q", "_reveals"],
-                   "left")
+    key = ["cluster_id", "_p", "_q", "_reveals"]
+    return (t.join(F.broadcast(window_bounds.withColumn("_reveals", F.lit(True))), key, "left")
             .join(F.broadcast(stray_bounds.withColumnsRenamed({"_wmin": "_smin", "_wmax": "_smax"})
-                              .withColumn("_reveals", F.lit(False))), ["cluster_id", "_p", "_q", "_reveals"], "left")
+                              .withColumn("_reveals", F.lit(False))), key, "left")
             .withColumn("_wmin", F.coalesce("_wmin", "_smin")).withColumn("_wmax", F.coalesce("_wmax", "_smax"))
             .drop("_smin", "_smax"))
 
