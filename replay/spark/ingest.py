@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark import StorageLevel
+from pyspark import AccumulatorParam, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -48,7 +48,8 @@ from replay.spark.ingest_decode import PlannedFile, make_content_decoder, make_s
 from replay.spark.ingest_plan import DEFAULT_SPLIT_BYTES, plan_files, split_for_cores, split_plan
 from replay.spark.ingest_report import IngestError, IngestReport, StrictIngestError
 from replay.spark.ingest_rows import DECODED_FIELDS
-from replay.spark.ingest_summary import summarise
+from replay.spark.ingest_summary import rows_per_copy, summarise
+from replay.spark.ingest_tally import no_repeated_keys
 from replay.spark.ingest_write import own_session, write_quarantine, write_records
 from replay.spark.session import step
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
@@ -87,11 +88,23 @@ def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = No
     return out
 
 
+class _Listed(AccumulatorParam[list[Any]]):
+    """An accumulator of a list: the tasks' items, appended."""
+
+    def zero(self, value: list[Any]) -> list[Any]:
+        return []
+
+    def addInPlace(self, value1: list[Any], value2: list[Any]) -> list[Any]:
+        value1.extend(value2)
+        return value1
+
+
 def _counters(spark: SparkSession) -> Any:
-    """(files, bytes) accumulators, or None where there is no SparkContext (Spark Connect)."""
+    """(files, bytes, offset tallies) accumulators (`ingest_tally`), or None where there is no SparkContext (Spark
+    Connect)."""
     try:
         sc = spark.sparkContext
-        return (sc.accumulator(0), sc.accumulator(0))
+        return (sc.accumulator(0), sc.accumulator(0), sc.accumulator([], _Listed()))
     except Exception:
         return None
 
@@ -213,6 +226,7 @@ def ingest(
             with step(spark, "ingest: decode"):
                 summary = summarise(decoded)
 
+        tallies = None if counters is None else list(counters[2].value)
         sniffed_out: set[str] = set()
         problems: Counter[str] = Counter()
         streams: Counter[str] = Counter()
@@ -281,7 +295,9 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             with step(spark, f"ingest: write {METADATA_RECORDS}"):
-                report.records_new = write_records(spark, lake, decoded, report, copies, summary)
+                # the tallies, read right after the summary's pass: a later pass (no cache) would add to them
+                unique = tallies is not None and no_repeated_keys(tallies, rows_per_copy(summary))
+                report.records_new = write_records(spark, lake, decoded, report, copies, summary, unique)
         if report.problems:
             progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
             with step(spark, f"ingest: write {QUARANTINE}"):

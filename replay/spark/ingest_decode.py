@@ -38,6 +38,7 @@ from replay.spark.ingest_rows import (
     record_rows,
     stream_of,
 )
+from replay.spark.ingest_tally import OffsetTally
 
 NATIVE_ROWS_PER_CHUNK = 8192  # rows the compiled decoder puts in one Arrow batch (it costs a fixed ~1 ms to wrap one)
 UNKNOWN_KIND = "unknown"  # a file whose name says nothing; the executor sniffs it
@@ -285,16 +286,29 @@ def _unreadable(entry: PlannedFile, error: Exception) -> dict[str, Any]:
     return problem_row(p, base, entry.name)
 
 
-def _emit(rows: Iterable[Any], buf: RowBuffer) -> Iterator[Any]:
+def _emit(rows: Iterable[Any], buf: RowBuffer, tally: OffsetTally) -> Iterator[Any]:
     """Arrow record batches of the rows: tuples are collected into batches, batches the compiled decoder made pass
-    through (the rows are a set: their order within a file does not matter)."""
+    through (the rows are a set: their order within a file does not matter). Each batch is tallied on its way."""
     for row in rows:
         if isinstance(row, tuple):
             buf.add(row)
             if buf.full:
-                yield buf.flush()
+                yield _tallied(buf.flush(), tally)
         else:
-            yield row
+            yield _tallied(row, tally)
+
+
+def _tallied(batch: Any, tally: OffsetTally) -> Any:
+    tally.add(batch)
+    return batch
+
+
+def _last(buf: RowBuffer, tally: OffsetTally, counters: Any) -> Iterator[Any]:
+    """The task's last rows, then its offset tallies to the driver (the third counter, where there is one)."""
+    if buf.rows:
+        yield _tallied(buf.flush(), tally)
+    if counters is not None and len(counters) > 2:
+        counters[2].add(tally.tallies())
 
 
 def planned_streams(batches: Iterator[Any], plan: list[PlannedFile], partitions: int
@@ -321,17 +335,16 @@ def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any)
     """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P..."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf = RowBuffer()
+        buf, tally = RowBuffer(), OffsetTally()
         for entry, stream, error in planned_streams(batches, plan, partitions):
             if stream is None:
-                yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf)
+                yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf, tally)
             else:
-                yield from _emit(decode_rows(entry, stream), buf)
+                yield from _emit(decode_rows(entry, stream), buf, tally)
             if counters is not None:
                 counters[0].add(1)
                 counters[1].add(entry.size)
-        if buf.rows:
-            yield buf.flush()
+        yield from _last(buf, tally, counters)
 
     return decode
 
@@ -340,7 +353,7 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
     """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`)."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf = RowBuffer()
+        buf, tally = RowBuffer(), OffsetTally()
         for arrow_batch in batches:
             paths = arrow_batch.column("path").to_pylist()
             contents = arrow_batch.column("content")
@@ -348,13 +361,12 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
                 entry = plan[path]
                 data = contents[i].as_buffer()  # zero-copy: the file is not copied into a Python bytes again
                 reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
-                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf)
+                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf, tally)
                 if counters is not None:
                     counters[0].add(1)
                     counters[1].add(entry.length)
                 del data
-        if buf.rows:
-            yield buf.flush()
+        yield from _last(buf, tally, counters)
 
     return decode
 

@@ -46,6 +46,17 @@ def summarise(decoded: DataFrame) -> list[Any]:
 
 
 
+def rows_per_copy(summary: list[Any]) -> dict[tuple[Any, ...], int]:
+    """The summary's record rows per copy (`ingest_tally.CopyId`: log rows are one copy, a snapshot or bootstrap
+    file or section one each)."""
+    out: dict[tuple[Any, ...], int] = {}
+    for r in summary:
+        if r["row_type"] == "R":
+            key = (r["stream"], r["snapshot_end_offset"], r["snapshot_epoch"], r["source_file"], r["text_section"])
+            out[key] = out.get(key, 0) + int(r["n"])
+    return out
+
+
 def _copy_digest_columns() -> tuple[Column, Column]:
     """A record's two parts of its copy's digest (summed over the copy): over its offset, hash, epoch and CRC state,
     so two copies with the same records have the same digest in any order, wherever they were read from."""

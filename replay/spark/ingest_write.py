@@ -128,12 +128,15 @@ def own_session(spark: SparkSession) -> SparkSession:
 
 
 def records_source(decoded: DataFrame, cluster: str, ingest_id: str, drop: list[Copy], rows_hint: int = 0,
-                   ) -> DataFrame:
+                   unique: bool = False) -> DataFrame:
     """The metadata_records rows of this ingest, one per key (the first by file and position), without the
-    snapshot copies in `drop` (`copies_to_drop`), range-partitioned by stream and offset into parts of about
-    `ROWS_PER_FILE` rows (`rows_hint` bounds the rows): parallel tasks then write files of a sensible size, each a
-    contiguous stretch of the log, which the replay's reads by offset skip or take whole. The duplicate check runs
-    inside those parts (its key holds stream and offset): the rows are shuffled once."""
+    snapshot copies in `drop` (`copies_to_drop`).
+
+    `unique`: no two rows can share a key (`ingest_tally.no_repeated_keys`), and they are written as the decoding
+    tasks made them: a task's rows are one file, or a piece of one, so each written file is a contiguous stretch of
+    the log. Otherwise they are range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows
+    (`rows_hint` bounds the rows), with the same property, and the duplicate check runs inside those parts (its key
+    holds stream and offset): the rows are shuffled once."""
     cols = SCHEMAS[METADATA_RECORDS].fieldNames()
     rows = decoded.filter(F.col("row_type") == "R").withColumns({
         "cluster_id": F.lit(cluster),
@@ -146,6 +149,8 @@ def records_source(decoded: DataFrame, cluster: str, ingest_id: str, drop: list[
         # one row per copy: broadcast, so that the records are not shuffled to meet it
         dropped = F.broadcast(decoded.sparkSession.createDataFrame(drop, schema))
         rows = join_null_safe(rows, dropped, key, "left_anti")
+    if unique:
+        return rows.select(*cols)
     rows = rows.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
     copy = [F.when(F.col("stream") != "log", F.col(c)).alias("_copy_" + c) for c in COPY_KEY]
     first = Window.partitionBy(*RECORD_KEY, *[f"_copy_{c}" for c in COPY_KEY]).orderBy(
@@ -203,7 +208,8 @@ def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
 
 
 def write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: IngestReport,
-                   copies: set[tuple[str | None, int | None, int | None]], summary: list[Any]) -> int:
+                   copies: set[tuple[str | None, int | None, int | None]], summary: list[Any],
+                   unique: bool = False) -> int:
     """Write this ingest's metadata_records rows; how many were new.
 
     Append first: when the lake holds none of the cluster's rows in the region these could collide with (a first
@@ -218,9 +224,10 @@ def write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: I
         if region is None or lake.read(METADATA_RECORDS).where(region).limit(1).count() > 0:
             break
         source = records_source(decoded, cluster, report.ingest_id, copies_to_drop(summary, None, cluster),
-                                report.records)
+                                report.records, unique)
         try:
-            lake.write(METADATA_RECORDS, source, metadata, replace_where=region)
+            lake.write(METADATA_RECORDS, source, metadata, replace_where=region,
+                       max_rows_per_file=ROWS_PER_FILE if unique else None)
         except Exception as e:
             if not _is_conflict(e):
                 raise
@@ -230,7 +237,7 @@ def write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: I
         return _rows_added(lake, METADATA_RECORDS, metadata)
     return insert_new(spark, lake, METADATA_RECORDS,
                   records_source(decoded, cluster, report.ingest_id, copies_to_drop(summary, lake, cluster),
-                                 report.records),
+                                 report.records, unique),
                   _record_condition(cluster, report.log_offsets), metadata)
 
 

@@ -627,12 +627,15 @@ class Lake:
         return self.spark.sql(f"SELECT * FROM {self.table_ref(name)}{suffix}")
 
     # ---- writing ---------------------------------------------------------------------------------------------
-    def write(self, name: str, df: DataFrame, user_metadata: str, replace_where: str | None = None) -> None:
+    def write(self, name: str, df: DataFrame, user_metadata: str, replace_where: str | None = None,
+              max_rows_per_file: int | None = None) -> None:
         """`df` into table `name` in one Delta commit: appended, or with `replace_where` replacing the rows that
         match it. A replace reads the rows it matches (a scan of them where the predicate names a data column) and
         conflicts with a concurrent writer of the same rows; Delta checks an append against no other write of rows
-        (only against schema or protocol changes)."""
+        (only against schema or protocol changes). `max_rows_per_file` splits a task's rows into several files."""
         writer = df.write.format("delta").option("userMetadata", user_metadata).options(**WRITE_OPTIONS)
+        if max_rows_per_file:
+            writer = writer.option("maxRecordsPerFile", str(max_rows_per_file))
         self._save(name, writer.mode("append") if replace_where is None
                    else writer.mode("overwrite").option("replaceWhere", replace_where))
 

@@ -7,6 +7,7 @@ import os
 import shutil
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from spark_dumps import (
     ALICE_READ,
@@ -19,7 +20,7 @@ from spark_dumps import (
 )
 
 from replay.kafka import dumplog, writer
-from replay.spark import ingest_decode, ingest_plan
+from replay.spark import ingest_decode, ingest_plan, ingest_write
 from replay.spark.ingest import IngestError, StrictIngestError, ingest
 from replay.spark.ingest_decode import PlannedFile, decode_file
 from replay.spark.ingest_plan import (
@@ -30,7 +31,8 @@ from replay.spark.ingest_plan import (
     split_for_cores,
     split_plan,
 )
-from replay.spark.ingest_rows import record_hash
+from replay.spark.ingest_rows import arrow_schema, record_hash
+from replay.spark.ingest_tally import OffsetTally, no_repeated_keys
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 # ---- pure Python: planning and hashing (no Spark) ----------------------------------------------------------------
@@ -134,6 +136,46 @@ def test_split_keeps_the_cores_busy_without_tiny_pieces() -> None:
             PlannedFile("s3://b/00000000000000000000.log", 20 * mib, "segment", open_with="spark")]
     assert split_for_cores(text, DEFAULT_SPLIT_BYTES, 2) == MIN_SPLIT_BYTES
     assert split_plan(text, MIN_SPLIT_BYTES) == text
+
+
+def _decoded(rows: list[dict[str, Any]]) -> Any:
+    """An Arrow batch of decoded rows (`DECODED_FIELDS`), the columns not given null."""
+    schema = arrow_schema()
+    return pa.RecordBatch.from_arrays([pa.array([r.get(f.name) for r in rows], f.type) for f in schema],
+                                      schema=schema)
+
+
+def test_offset_tallies_prove_that_no_key_repeats_and_nothing_less() -> None:
+    """The write skips its duplicate check only on proof: every copy's offsets distinct within each task, tasks'
+    ranges apart, and the tallies accounting for every row the summary counted."""
+    log = ("log", None, None, None, None)
+    snap = ("snapshot", 9, 1, "/d/a.checkpoint", None)
+
+    def task(*batches: list[dict[str, Any]]) -> list[Any]:
+        tally = OffsetTally()
+        for rows in batches:
+            tally.add(_decoded(rows))
+        return tally.tallies()
+
+    def records(offsets: range | list[int], **more: Any) -> list[dict[str, Any]]:
+        return [{"row_type": "R", "stream": "log", "offset": o, "source_file": "/d/x.log", **more} for o in offsets]
+
+    snapshot_rows = [{"row_type": "R", "stream": "snapshot", "snapshot_end_offset": 9, "snapshot_epoch": 1,
+                      "offset": o, "source_file": "/d/a.checkpoint"} for o in range(3)]
+    first = task(records(range(0, 5)) + [{"row_type": "Q", "offset": 2}], snapshot_rows)
+    second = task(records(range(5, 8), source_file="/d/y.log"))  # log rows of all files are one copy
+    assert sorted(first + second) == sorted([(log, 5, True, 0, 4), (snap, 3, True, 0, 2), (log, 3, True, 5, 7)])
+    assert no_repeated_keys(first + second, {log: 8, snap: 3})
+    # another file's copy of the same snapshot is a copy of its own: its offsets may repeat the first one's
+    other = task([{**r, "source_file": "/d/b.checkpoint"} for r in snapshot_rows])
+    assert no_repeated_keys(first + second + other, {log: 8, snap: 3, (*snap[:3], "/d/b.checkpoint", None): 3})
+
+    assert not no_repeated_keys(first + first, {log: 10, snap: 6})  # a task counted twice (run again)
+    assert not no_repeated_keys(first + task(records(range(4, 6))), {log: 7, snap: 3})  # ranges meet
+    assert not no_repeated_keys(task(records([0, 1]), records([1, 2])), {log: 4})  # one offset twice in a task
+    assert not no_repeated_keys(task(records([0, None])), {log: 2})  # an offset unknown
+    assert not no_repeated_keys(first, {log: 8, snap: 3})  # the rows of a task nobody tallied
+    assert no_repeated_keys([], {})
 
 
 def test_record_hash_tells_null_from_empty() -> None:
@@ -292,6 +334,31 @@ def test_different_bytes_at_one_offset_are_both_kept(spark: Any, tmp_path: Any) 
     at1 = sorted((r["leader_epoch"], r["acl_id"]) for r in rows if r["offset"] == 1)
     assert at1 == [(1, acl_id(1)), (2, acl_id(9))]
     assert len([r for r in rows if r["offset"] == 0]) == 1
+
+
+@pytest.mark.spark
+def test_a_batch_twice_in_one_file_is_stored_once_and_one_node_without_a_check(
+        spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One node's files are written as decoded (their offset tallies prove that no key repeats); a file that holds
+    a batch twice is not, and its records are stored once."""
+    unique: list[bool] = []
+    checked = ingest_write.records_source
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        unique.append(kwargs.get("unique", args[5] if len(args) > 5 else False))
+        return checked(*args, **kwargs)
+
+    monkeypatch.setattr(ingest_write, "records_source", spy)
+    lake = Lake(spark, str(tmp_path / "lake"))
+    noop, create = writer.encode_batch(0, [writer.noop()], 1, T0), writer.encode_batch(
+        1, [writer.acl_record(acl_id(1), ALICE_READ)], 1, T0 + 1)
+    once = ingest(spark, [write_batches(str(tmp_path / "a" / "__cluster_metadata-0"), [noop, create])], "c1", lake,
+                  progress=False)
+    assert (once.records, once.records_new, unique) == (2, 2, [True])
+    twice = ingest(spark, [write_batches(str(tmp_path / "b" / "__cluster_metadata-0"), [noop, create, create])],
+                   "c2", lake, progress=False)
+    assert (twice.records, twice.records_new, unique) == (3, 2, [True, False])
+    assert sorted(r["offset"] for r in _rows(lake, METADATA_RECORDS, "c2")) == [0, 1]
 
 
 @pytest.mark.spark
