@@ -162,7 +162,7 @@ def test_offset_tallies_prove_that_no_key_repeats_and_nothing_less() -> None:
 
     snapshot_rows = [{"row_type": "R", "stream": "snapshot", "snapshot_end_offset": 9, "snapshot_epoch": 1,
                       "offset": o, "source_file": "/d/a.checkpoint"} for o in range(3)]
-    first = task(records(range(0, 5)) + [{"row_type": "Q", "offset": 2}], snapshot_rows)
+    first = task([*records(range(0, 5)), {"row_type": "Q", "offset": 2}], snapshot_rows)
     second = task(records(range(5, 8), source_file="/d/y.log"))  # log rows of all files are one copy
     assert sorted(first + second) == sorted([(log, 5, True, 0, 4), (snap, 3, True, 0, 2), (log, 3, True, 5, 7)])
     assert no_repeated_keys(first + second, {log: 8, snap: 3})
