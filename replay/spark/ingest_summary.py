@@ -28,7 +28,8 @@ def summarise(decoded: DataFrame) -> list[Any]:
     A copy is a snapshot or bootstrap file (or dump-log text section) for record rows, the file (or section) for
     problems, none for log records; a copy's row carries its digest (`_copy_digest_columns`), so which copies are
     repeats is decided from this one pass (`copies_to_drop`)."""
-    is_copy = (F.col("row_type") == "Q") | ((F.col("row_type") == "R") & (F.col("stream") != "log"))
+    is_record_copy = (F.col("row_type") == "R") & (F.col("stream") != "log")
+    is_copy = (F.col("row_type") == "Q") | is_record_copy
     h1, h2 = _copy_digest_columns()
     return (
         decoded.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
@@ -38,8 +39,9 @@ def summarise(decoded: DataFrame) -> list[Any]:
             F.min("offset").alias("min_offset"),
             F.max("offset").alias("max_offset"),
             F.collect_set(F.when(F.col("row_type") == "I", F.col("source_file"))).alias("ignored"),
-            F.sum(F.when(F.col("row_type") == "R", h1)).alias("_h1"),
-            F.sum(F.when(F.col("row_type") == "R", h2)).alias("_h2"),
+            # digests of copies only: log rows are not judged as copies, and theirs cost as much as the rest
+            F.sum(F.when(is_record_copy, h1)).alias("_h1"),
+            F.sum(F.when(is_record_copy, h2)).alias("_h2"),
         )
         .collect()
     )
