@@ -286,9 +286,10 @@ def _unreadable(entry: PlannedFile, error: Exception) -> dict[str, Any]:
     return problem_row(p, base, entry.name)
 
 
-def _emit(rows: Iterable[Any], buf: RowBuffer, tally: OffsetTally) -> Iterator[Any]:
+def _emit(rows: Iterable[Any], buf: RowBuffer, tally: OffsetTally | None = None) -> Iterator[Any]:
     """Arrow record batches of the rows: tuples are collected into batches, batches the compiled decoder made pass
-    through (the rows are a set: their order within a file does not matter). Each batch is tallied on its way."""
+    through (the rows are a set: their order within a file does not matter). Each batch is tallied on its way
+    (when there is a `tally`: the ingest's tasks have one)."""
     for row in rows:
         if isinstance(row, tuple):
             buf.add(row)
@@ -298,8 +299,9 @@ def _emit(rows: Iterable[Any], buf: RowBuffer, tally: OffsetTally) -> Iterator[A
             yield _tallied(row, tally)
 
 
-def _tallied(batch: Any, tally: OffsetTally) -> Any:
-    tally.add(batch)
+def _tallied(batch: Any, tally: OffsetTally | None) -> Any:
+    if tally is not None:
+        tally.add(batch)
     return batch
 
 
