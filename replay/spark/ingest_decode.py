@@ -305,11 +305,16 @@ def _tallied(batch: Any, tally: OffsetTally | None) -> Any:
     return batch
 
 
-def _last(buf: RowBuffer, tally: OffsetTally, counters: Any) -> Iterator[Any]:
-    """The task's last rows, then its offset tallies to the driver (the third counter, where there is one)."""
+def _tally_for(counters: Any) -> OffsetTally | None:
+    """A tally of the task's offsets when the driver can hear of it (its third counter; none on Spark Connect)."""
+    return OffsetTally() if counters is not None else None
+
+
+def _last(buf: RowBuffer, tally: OffsetTally | None, counters: Any) -> Iterator[Any]:
+    """The task's last rows, then its offset tallies to the driver."""
     if buf.rows:
         yield _tallied(buf.flush(), tally)
-    if counters is not None and len(counters) > 2:
+    if tally is not None:
         counters[2].add(tally.tallies())
 
 
@@ -337,7 +342,7 @@ def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any)
     """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P..."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf, tally = RowBuffer(), OffsetTally()
+        buf, tally = RowBuffer(), _tally_for(counters)
         for entry, stream, error in planned_streams(batches, plan, partitions):
             if stream is None:
                 yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf, tally)
@@ -355,7 +360,7 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
     """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`)."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf, tally = RowBuffer(), OffsetTally()
+        buf, tally = RowBuffer(), _tally_for(counters)
         for arrow_batch in batches:
             paths = arrow_batch.column("path").to_pylist()
             contents = arrow_batch.column("content")

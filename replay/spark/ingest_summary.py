@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from replay.kafka.model import NOTICE_KINDS
 from replay.spark.frames import join_null_safe
+from replay.spark.ingest_tally import COPY_ID_COLUMNS
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 # Snapshot and bootstrap rows belong to one copy (a file, or a section of a dump-log text).
@@ -54,7 +55,7 @@ def rows_per_copy(summary: list[Any]) -> dict[tuple[Any, ...], int]:
     out: dict[tuple[Any, ...], int] = {}
     for r in summary:
         if r["row_type"] == "R":
-            key = (r["stream"], r["snapshot_end_offset"], r["snapshot_epoch"], r["source_file"], r["text_section"])
+            key = tuple(r[c] for c in COPY_ID_COLUMNS)
             out[key] = out.get(key, 0) + int(r["n"])
     return out
 

@@ -25,7 +25,8 @@ CopyId = tuple[Any, Any, Any, Any, Any]
 # One task's finding for one copy: (copy, rows, offsets distinct and none null, lowest offset, highest offset).
 Tally = tuple[CopyId, int, bool, Any, Any]
 
-_KEY = ["stream", "snapshot_end_offset", "snapshot_epoch", "source_file", "text_section"]
+# The columns of a `CopyId`, in its order.
+COPY_ID_COLUMNS = ("stream", "snapshot_end_offset", "snapshot_epoch", "source_file", "text_section")
 
 
 class OffsetTally:
@@ -40,12 +41,12 @@ class OffsetTally:
             return
         stream = rows.column("stream")
         whole_log = pc.fill_null(pc.equal(stream, "log"), True)  # a row with no stream: like log (no copy)
-        cols = {name: rows.column(name) for name in _KEY}
+        cols = {name: rows.column(name) for name in COPY_ID_COLUMNS}
         for name in ("source_file", "text_section"):
             cols[name] = pc.if_else(whole_log, pa.scalar(None, cols[name].type), cols[name])
         table = pa.table({**cols, "offset": rows.column("offset")})
-        grouped = table.group_by(_KEY, use_threads=False).aggregate([("offset", "list")])
-        keys = zip(*(grouped.column(name).to_pylist() for name in _KEY), strict=True)
+        grouped = table.group_by(list(COPY_ID_COLUMNS), use_threads=False).aggregate([("offset", "list")])
+        keys = zip(*(grouped.column(name).to_pylist() for name in COPY_ID_COLUMNS), strict=True)
         lists = [chunk[i].values for chunk in grouped.column("offset_list").chunks for i in range(len(chunk))]
         for key, offsets in zip(keys, lists, strict=True):
             self._offsets[key].append(offsets)
