@@ -47,9 +47,14 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
     with step(lake.spark, "replay: plan"):
         records = of_clusters("metadata_records")  # the dumps' problems only: not those of authorizer logs
         quarantine = of_clusters("quarantine").where(~F.col("source_kind").eqNullSafe(LOG_SOURCE_KIND))
-        for name in REPLAY_SCHEMAS:
-            if lake.lay_out(name):  # once, on a lake an older version wrote
-                progress_ui.say(f"{name}: partitioned by cluster and replay (its rows written again, once)", progress)
+
+        def lay_out(name: str) -> None:  # created in a new lake; laid out again once, on a lake an older version wrote
+            with step(lake.spark, "replay: plan"):
+                if lake.lay_out(name):
+                    progress_ui.say(f"{name}: partitioned by cluster and replay (its rows written again, once)",
+                                    progress)
+
+        at_once([functools.partial(lay_out, name) for name in REPLAY_SCHEMAS])  # commits to different tables
         states = resume.read_states(lake, clusters)
         plans = resume.plan(records, quarantine, states, clusters, high_watermark, full)
         never = [c for c, p in plans.items() if not p.ingested]

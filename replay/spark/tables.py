@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -692,12 +693,11 @@ class Lake:
         A catalog's table keeps its layout: changing it goes through REPLACE TABLE, which failed in open-source
         Spark's session catalog (an internal error: the catalog's partition columns out of step with the Delta log)
         and replaces the table's properties; a path's table keeps its properties, comments and history."""
-        ref = self.ensure(name)
+        self.ensure(name)
         if name in self._laid_out or self.table_path(name) is None:
             return False
-        detail = self.spark.sql(f"DESCRIBE DETAIL {ref}").first()
         wanted = partition_columns(name, SCHEMAS[name])
-        if detail is None or list(detail["partitionColumns"]) == wanted:
+        if self.stored_partitioning(name) == wanted:
             self._laid_out.add(name)
             return False
         self._save(name, self.read_raw(name).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
@@ -705,6 +705,17 @@ class Lake:
                    .option("userMetadata", json.dumps({"operation": "partition", "by": wanted})))
         self._laid_out.add(name)
         return True
+
+    def stored_partitioning(self, name: str) -> list[str]:
+        """The partition columns of the table as stored, in order. Read from `DESCRIBE TABLE` (the table's
+        metadata): `DESCRIBE DETAIL` also counts its files, three Spark jobs over the Delta log in a new session."""
+        rows = self.spark.sql(f"DESCRIBE TABLE {self.table_ref(name)}").collect()
+        names = [str(r[0]) for r in rows]
+        if "# Partition Information" not in names:
+            return []
+        after = names[names.index("# Partition Information") + 1:]
+        columns = after[1:] if after[:1] == ["# col_name"] else after
+        return list(itertools.takewhile(lambda c: c and not c.startswith("#"), columns))
 
     def document(self, name: str) -> list[str]:
         """Give an existing table the comments of its schema and of `TABLE_COMMENTS` where it lacks them (a lake

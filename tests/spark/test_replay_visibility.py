@@ -130,7 +130,9 @@ def test_replay_tables_an_older_version_wrote_are_partitioned_by_replay_once(spa
     replay_lake(lake, ["c1"], progress=False)
 
     def layout(t: str) -> list[str]:
-        return list(spark.sql(f"DESCRIBE DETAIL {lake.table_ref(t)}").first()["partitionColumns"])
+        detail = list(spark.sql(f"DESCRIBE DETAIL {lake.table_ref(t)}").first()["partitionColumns"])
+        assert lake.stored_partitioning(t) == detail, t  # what lay_out reads, without counting files
+        return detail
 
     assert all(layout(t) == ["cluster_id", REPLAY_ID] for t in TABLES)
     assert layout("replay_state") == ["cluster_id"]
