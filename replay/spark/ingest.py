@@ -53,7 +53,7 @@ from replay.spark.ingest_rows import DECODED_FIELDS
 from replay.spark.ingest_summary import rows_per_copy, summarise
 from replay.spark.ingest_tally import no_repeated_keys
 from replay.spark.ingest_write import own_session, write_quarantine, write_records
-from replay.spark.session import step
+from replay.spark.session import keeps_active_session, step
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 # `ingest` raises these errors and returns the report: callers import them from here
@@ -158,6 +158,7 @@ def _check_cluster(cluster: str) -> str:
     return text
 
 
+@keeps_active_session  # its own session (own_session) must not stay the caller's active one
 def ingest(
     spark: SparkSession,
     paths: str | Sequence[str],

@@ -22,16 +22,17 @@ Exactly one line says which branch was taken (printed to stderr and logged), e.g
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
@@ -41,6 +42,8 @@ from replay.spark import class_archive
 from replay.spark.tables import PARQUET_CODEC
 
 log = logging.getLogger("replay.spark")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 APP_NAME = "kraft-acl-replay"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -180,6 +183,23 @@ def ship_package(spark: SparkSession) -> None:
 def is_connect(spark: SparkSession) -> bool:
     """Whether `spark` is a Spark Connect session (no SparkContext, no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def keeps_active_session(fn: Callable[Concatenate[SparkSession, P], R]) -> Callable[Concatenate[SparkSession, P], R]:
+    """`fn(spark, ...)` leaves `spark` the thread's active session. PySpark makes a session active whenever it
+    creates a DataFrame from local data, so work done in a session of its own (the ingest's, `newSession()`) would
+    otherwise leave that session to the caller's next `get_spark()` or `SparkSession.getActiveSession()`."""
+    @functools.wraps(fn)
+    def run(spark: SparkSession, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(spark, *args, **kwargs)
+        finally:
+            if not is_connect(spark):  # Spark Connect: no session of its own, nothing changed
+                with suppress(Exception):  # private, as PySpark itself sets them: best effort
+                    SparkSession._activeSession = spark
+                    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[union-attr]
+
+    return run
 
 
 def missing_package_hint(err: BaseException) -> str | None:

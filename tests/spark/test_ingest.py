@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 from spark_dumps import (
     ALICE_READ,
     BOB_WRITE,
@@ -33,6 +34,7 @@ from replay.spark.ingest_plan import (
 )
 from replay.spark.ingest_rows import arrow_schema, record_hash
 from replay.spark.ingest_tally import OffsetTally, no_repeated_keys
+from replay.spark.session import get_spark
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 # ---- pure Python: planning and hashing (no Spark) ----------------------------------------------------------------
@@ -267,6 +269,9 @@ def test_reingest_changes_nothing_and_a_later_dump_extends(spark: Any, tmp_path:
     copy = str(tmp_path / "node2")
     shutil.copytree(dump, copy)
     again = ingest(spark, [dump, copy], "c1", lake, progress=False)
+    # the ingest works in a session of its own (here it made a DataFrame of local rows there: the stored copies to
+    # leave out); the caller's session stays the active one, what get_spark() hands back
+    assert SparkSession.getActiveSession() is spark and get_spark() is spark
     assert again.records == 24 and again.records_new == 0 and again.problems_new == 0
     assert again.committed == {METADATA_RECORDS: False, QUARANTINE: False}
     assert {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)} == versions
