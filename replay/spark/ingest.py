@@ -7,8 +7,9 @@ executors with `mapInArrow` (`ingest_decode` and `ingest_rows`, which need no Sp
 aggregates only (`ingest_summary`; in strict mode any problem raises `StrictIngestError` there, before anything is
 written); write one commit per table (`ingest_write`), without looking for repeated rows where the decoding
 tasks' offset tallies prove there are none (`ingest_tally`). The Python decoder's rows are persisted so that files
-are decoded once; the compiled decoder decodes them again for the write. The ingest runs in a session of its own (`spark.newSession()`): the userMetadata of a SQL MERGE is a session
-conf, and ingests may run concurrently from threads of one application.
+are decoded once; the compiled decoder decodes them again for the write. The ingest runs in a session of its own
+(`spark.newSession()`): the userMetadata of a SQL MERGE is a session conf, and ingests may run concurrently from
+threads of one application.
 
 Progress: while the executors decode, a bar on the driver shows bytes and files of the files *finished* (Spark
 accumulators, which reach the driver when a task ends), so a single large file shows as one step; then one status

@@ -151,40 +151,40 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
         with step(lake.spark, "replay: state"):
             resume.write_states(lake, plans, replay_id, "running", high_watermark, shown)
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-replay-state") as beside:
+    seeds = resume.seeds(lake.spark, plans)
+    meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,
+                       "modes": {c: p.mode for c, p in plans.items()}, "high_watermark": high_watermark,
+                       **(note or {})})
+    with (ThreadPoolExecutor(max_workers=1, thread_name_prefix="kraft-replay-state") as beside,
+          Stages(lake, replay_id) as stages):
         running = beside.submit(mark_running)
-        seeds = resume.seeds(lake.spark, plans)
-        meta = json.dumps({"operation": "replay", "replay_id": replay_id, "clusters": names,
-                           "modes": {c: p.mode for c, p in plans.items()}, "high_watermark": high_watermark,
-                           **(note or {})})
-        with Stages(lake, replay_id) as stages:
-            frames, parts = replay_records(
-                records.where(resume.suffix_filter(plans)),
-                quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans),
-                stages=stages, span=max(p.span for p in plans.values()))
-            frames = resume.splice(lake, frames, plans)
-            running.result()  # committed before any table is written
-            found: dict[str, dict[str, Any]] = {}
+        frames, parts = replay_records(
+            records.where(resume.suffix_filter(plans)),
+            quarantine.where(F.col("cluster_id").isin(names)), high_watermark, seeds, resume.seen_ids(lake, plans),
+            stages=stages, span=max(p.span for p in plans.values()))
+        frames = resume.splice(lake, frames, plans)
+        running.result()  # committed before any table is written
+        found: dict[str, dict[str, Any]] = {}
 
-            def resume_points() -> None:  # asked while the tables are written: they need nothing of each other
-                with step(lake.spark, "replay: resume points"):
-                    found["points"] = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
-                        parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
-                    found["last"] = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
+        def resume_points() -> None:  # asked while the tables are written: they need nothing of each other
+            with step(lake.spark, "replay: resume points"):
+                found["points"] = {r["cluster_id"]: r.asDict() for r in resume.resume_points(
+                    parts["resolved"], parts["snapshots"], parts["gaps"], seeds).collect()}
+                found["last"] = {r["cluster_id"]: r["last_offset"] for r in parts["last"].collect()}
 
-            observations = {name: Observation(f"rows of {name}") for name in frames}
+        observations = {name: Observation(f"rows of {name}") for name in frames}
 
-            def write(name: str) -> None:
-                df = frames[name].withColumn(REPLAY_ID, F.lit(replay_id)).select(
-                    *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
-                with step(lake.spark, f"replay: write {name}"):
-                    lake.write(name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")), meta,
-                               replace_where=resume.others_predicate(shown))
+        def write(name: str) -> None:
+            df = frames[name].withColumn(REPLAY_ID, F.lit(replay_id)).select(
+                *[F.col(f.name).cast(f.dataType) for f in REPLAY_SCHEMAS[name].fields])
+            with step(lake.spark, f"replay: write {name}"):
+                lake.write(name, df.observe(observations[name], F.count(F.lit(1)).alias("rows")), meta,
+                           replace_where=resume.others_predicate(shown))
 
-            at_once([resume_points, *[functools.partial(write, name) for name in frames]])  # none seen until the switch
-            with step(lake.spark, "replay: state"):
-                resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
-                                    found["points"], found["last"])
+        at_once([resume_points, *[functools.partial(write, name) for name in frames]])  # none seen until the switch
+        with step(lake.spark, "replay: state"):
+            resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
+                                found["points"], found["last"])
     replaced = {c: replay_id for c in names if c in states}  # clusters that had rows of an earlier replay
 
     def drop(name: str) -> None:
