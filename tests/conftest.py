@@ -18,7 +18,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from tests.cpu_time import machine_cpu_seconds, tree_cpu_seconds
+from tests.cpu_time import calibration_ms, machine_cpu_seconds, tree_cpu_seconds
 from tests.summary import SUMMARY
 
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
@@ -84,6 +84,8 @@ def pytest_testnodedown(node: object, error: object) -> None:
 _WORKER_SECONDS: dict[str, list[float]] = {}  # xdist worker -> [seconds, tests], on the controller
 _TEST_CPU: dict[str, float] = {}  # test id -> CPU seconds from its setup to its teardown, on the controller
 _MACHINE_AT_START = machine_cpu_seconds()
+# how fast the host is as the run starts (the controller only: the workers start at the same moment)
+_CALIBRATION_AT_START = None if os.environ.get("PYTEST_XDIST_WORKER") else calibration_ms()
 _CPU_AT_SETUP = pytest.StashKey[float]()
 
 
@@ -122,6 +124,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         if busy + idle > 0:
             terminalreporter.write_line(f"machine: {busy:,.0f} s of CPU busy, {idle:,.0f} s idle "
                                         f"({100 * busy / (busy + idle):.0f}% busy over {os.cpu_count()} cores)")
+        if _CALIBRATION_AT_START is not None:
+            terminalreporter.write_line(
+                f"host speed: a fixed single-core workload took {_CALIBRATION_AT_START:,.0f} ms of CPU as the run "
+                f"started and {calibration_ms():,.0f} ms as it ended (tests/cpu_time.calibration_ms: compare runs by it)")
     if _TEST_CPU:
         terminalreporter.write_sep("-", "most CPU: the test's process and all it started, setup to teardown")
         for nodeid, seconds in sorted(_TEST_CPU.items(), key=lambda kv: -kv[1])[:25]:

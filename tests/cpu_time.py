@@ -1,13 +1,15 @@
 """CPU seconds per test, of the test's process and everything it started (a Spark JVM, a Connect server, a crashed
 run, a broker), read from /proc: on CI's two cores the suite is bound by CPU, so the tests that use the most of it,
 not those that wait longest, are where the run's time goes. Printed at the end of `make test` beside pytest's
-`--durations`, with the machine's busy CPU over the run. A process that outlives its parent (a PySpark gateway JVM
+`--durations`, with the machine's busy CPU over the run and how fast the host was (`calibration_ms`). A process that outlives its parent (a PySpark gateway JVM
 whose Python exited without waiting for it, a killed run's JVM, the standalone cluster's daemons) is reaped by init
 and its CPU is in the machine's figure only: in CI the tests' sum fell 1,259 s short of it."""
 
 from __future__ import annotations
 
 import os
+import time
+import zlib
 from pathlib import Path
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -42,3 +44,19 @@ def machine_cpu_seconds() -> tuple[float, float]:
         return 0.0, 0.0
     idle = values[3] + values[4]
     return (sum(values[:8]) - idle) / _TICK, idle / _TICK
+
+
+def calibration_ms(rounds: int = 5) -> float:
+    """Milliseconds of CPU a fixed single-threaded piece of work takes on this machine now (the least of `rounds`):
+    dictionary inserts, a sort and a compression, about 0.15 s each round. The same suite took 18 to 22 minutes
+    on the same 2-core machine in different hours of its shared host; this figure, taken at the start and at the
+    end of a run, says how fast the host was then, so that two runs' times can be compared."""
+    data = bytes((i * 7919 + (i >> 7)) & 0xFF for i in range(1 << 20))
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.process_time()
+        table = {(i * 2_654_435_761) % 1_000_003: i for i in range(200_000)}
+        sorted(table.items(), key=lambda kv: kv[1] ^ kv[0])
+        zlib.compress(data, 6)
+        best = min(best, time.process_time() - started)
+    return best * 1000
