@@ -1,9 +1,10 @@
 """CPU seconds per test, of the test's process and everything it started (a Spark JVM, a Connect server, a crashed
 run, a broker), read from /proc: on CI's two cores the suite is bound by CPU, so the tests that use the most of it,
 not those that wait longest, are where the run's time goes. Printed at the end of `make test` beside pytest's
-`--durations`, with the machine's busy CPU over the run and how fast the host was (`calibration_ms`). A process that outlives its parent (a PySpark gateway JVM
-whose Python exited without waiting for it, a killed run's JVM, the standalone cluster's daemons) is reaped by init
-and its CPU is in the machine's figure only: in CI the tests' sum fell 1,259 s short of it."""
+`--durations`, with the machine's busy CPU over the run and how fast the host was (`calibration_ms`). A process
+that outlives its parent (a PySpark gateway JVM whose Python exited without waiting for it, a killed run's JVM, the
+standalone cluster's daemons) is reaped by init and its CPU is in the machine's figure only: in CI the tests' sum
+fell 1,259 s short of it."""
 
 from __future__ import annotations
 
