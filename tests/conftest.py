@@ -84,7 +84,7 @@ def pytest_testnodedown(node: object, error: object) -> None:
 _WORKER_SECONDS: dict[str, list[float]] = {}  # xdist worker -> [seconds, tests], on the controller
 _TEST_CPU: dict[str, float] = {}  # test id -> CPU seconds from its setup to its teardown, on the controller
 _MACHINE_AT_START = machine_cpu_seconds()
-# how fast the host is as the run starts (the controller only: the workers start at the same moment)
+# how fast the host is as the run starts (in the controller, before it starts the workers; they need not repeat it)
 _CALIBRATION_AT_START = None if os.environ.get("PYTEST_XDIST_WORKER") else calibration_ms()
 _CPU_AT_SETUP = pytest.StashKey[float]()
 
