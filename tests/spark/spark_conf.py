@@ -54,13 +54,13 @@ DRIVER_JVM_OPTIONS = f"{JVM_OPTIONS} {class_archive.jvm_options()}".strip()
 # Measured on one session (the retention-gap sample ingested, then six full replays; two pairs, 2026-12-02): the
 # JVM's CPU 318 and 315 s with the larger cache against 345 and 328 s without, replays 2-6 205 and 211 s against
 # 227 and 219 s. Only where the JIT keeps its code changes, never a result.
-# They also get their young generation at its full size from the start (a third of the heap, as the serial collector
-# sizes it at the most): it otherwise starts at a third of the JVM's small initial heap and grows only as the old
-# generation does, so the objects of one query (plans, shuffle and broadcast blocks) outlived a young collection,
-# were copied into the old generation and cost full collections later. Measured on two sessions side by side
-# (test_feed, test_incremental_replay and test_replay_visibility, `make test`'s selection, 2026-12-05): the
-# collector's thread 18.8 s of CPU against 32.9 s, the JVM 526 s against 542 s. Only the heap's layout changes.
-LONG_LIVED_JVM_OPTIONS = f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -Xms{SESSION_MEMORY} -Xmn1g"
+# They also start with their whole heap (`-Xms`), and so with the serial collector's full young generation, a third
+# of it (1 GiB of 3): from the JVM's small default initial heap the young generation starts at a third of that and
+# grows only as the old generation does, so the objects of one query (plans, shuffle and broadcast blocks) outlived a
+# young collection, were copied into the old generation and cost full collections later. Measured on two sessions
+# side by side (test_feed, test_incremental_replay and test_replay_visibility, `make test`'s selection, 2026-12-05):
+# the collector's thread 18.8 s of CPU against 32.9 s, the JVM 526 s against 542 s. Only the heap's layout changes.
+LONG_LIVED_JVM_OPTIONS = f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -Xms{SESSION_MEMORY}"
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
 
 # a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors, the
