@@ -60,7 +60,16 @@ DRIVER_JVM_OPTIONS = f"{JVM_OPTIONS} {class_archive.jvm_options()}".strip()
 # young collection, were copied into the old generation and cost full collections later. Measured on two sessions
 # side by side (test_feed, test_incremental_replay and test_replay_visibility, `make test`'s selection, 2026-12-05):
 # the collector's thread 18.8 s of CPU against 32.9 s, the JVM 526 s against 542 s. Only the heap's layout changes.
-LONG_LIVED_JVM_OPTIONS = f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -Xms{SESSION_MEMORY}"
+# And the optimizing compiler inlines less deeply (JDK 17's defaults: 15 levels, callees of up to 325 bytes of
+# bytecode, or 2,500 bytes of compiled code). The suite's sessions run tiny data through Spark's planner, whose calls
+# go through many layers of small virtual methods: the JIT kept compiling them into large methods to the end of the
+# run, and deep inlining makes each compilation dearer without making the planner faster. A cold then four warm full
+# replays of a sample in one session (2026-12-05): the C2 compiler thread 20.3 s of CPU against 45.6 and 49.5 s with
+# the defaults, the JVM 141.7 s against 149.1 and 166.5 s (the tasks and the driver's calls 3-4 s dearer). Only
+# how the JIT compiles changes, never a result.
+SMALL_INLINING = "-XX:MaxInlineLevel=3 -XX:InlineSmallCode=500 -XX:FreqInlineSize=50"
+LONG_LIVED_JVM_OPTIONS = (f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -Xms{SESSION_MEMORY} "
+                          f"{SMALL_INLINING}")
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
 
 # a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors, the
