@@ -54,6 +54,15 @@ QUICK_JVM_ENV = "KRAFT_REPLAY_QUICK_JVM_OPTIONS"
 # lives; a cold `acls --lake` on a sample's lake used 39-46 s of CPU against 65-82 s with both compilers, wall 29-35 s
 # against 36-44 s), with room for all its code (C1 alone filled the default code cache and stopped compiling).
 QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+WORK_JVM_ENV = "KRAFT_REPLAY_JVM_OPTIONS"
+# A driver that does long work (an ingest, a replay, a watch, a notebook's session): both compilers, but the
+# optimizing one (C2) inlines less deeply than JDK 17's defaults (15 levels, callees of up to 325 bytes of bytecode or
+# 2,500 bytes of compiled code). Most of a replay's driver time is Spark's planner, whose calls go through many
+# layers of small virtual methods: C2 kept compiling them into ever larger methods, and deep inlining made each
+# compilation dearer without making the planner faster. A cold and a warm full replay of a sample, twice each way
+# (2026-12-05, local[*] on 2 cores): the cold one 35.1-35.3 s and 61-63 s of JVM CPU against 36.3-38.5 s and 68-72 s,
+# the warm one 14.2-16.8 s and 24-28 s against 16.6-17.8 s and 31-33 s (the C2 thread 3.1-3.3 s against 9.1-10.1 s).
+WORK_JVM_OPTIONS = "-XX:MaxInlineLevel=3 -XX:InlineSmallCode=500 -XX:FreqInlineSize=50"
 # What the driver keeps of finished work for the Spark UI (kept whether the UI runs or not): by default 1,000 jobs,
 # 1,000 stages, 100,000 tasks and 1,000 SQL executions with their plans and metrics, and the graph of every job. A
 # replay runs about 150 jobs, so a long session (a notebook, `watch`, the test suite) fills all of it and then prunes
@@ -219,15 +228,17 @@ def _is_loopback_master(master: str) -> bool:
     return host in ("127.0.0.1", "localhost", "::1")
 
 
-def quick_jvm_options() -> str:
-    """The driver JVM's options for a short-lived session: `$KRAFT_REPLAY_QUICK_JVM_OPTIONS` when set (empty: none),
-    else `QUICK_JVM_OPTIONS`."""
-    return os.environ.get(QUICK_JVM_ENV, QUICK_JVM_OPTIONS).strip()
+def driver_jvm_options(quick: bool = False) -> str:
+    """The driver JVM's options: for a short-lived session (`quick`) `$KRAFT_REPLAY_QUICK_JVM_OPTIONS` when set, else
+    `QUICK_JVM_OPTIONS`; for one doing long work `$KRAFT_REPLAY_JVM_OPTIONS` when set, else `WORK_JVM_OPTIONS`. An
+    empty variable: the JVM's defaults."""
+    env, default = (QUICK_JVM_ENV, QUICK_JVM_OPTIONS) if quick else (WORK_JVM_ENV, WORK_JVM_OPTIONS)
+    return os.environ.get(env, default).strip()
 
 
 def local_conf(master: str, app_name: str, memory: str | None, quick: bool = False) -> dict[str, str]:
     """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users).
-    `quick`: the driver lives for one question (`quick_jvm_options`). The driver maps the class archive when there
+    `quick`: the driver lives for one question (`driver_jvm_options`). The driver maps the class archive when there
     is one (`replay.spark.class_archive`). Settings given to `get_spark` or in `PYSPARK_SUBMIT_ARGS` still win."""
     jars = delta_jars()
     conf = {
@@ -260,7 +271,7 @@ def local_conf(master: str, app_name: str, memory: str | None, quick: bool = Fal
         cores = os.cpu_count() or 2
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
-    options = " ".join(o for o in (quick_jvm_options() if quick else "", class_archive.jvm_options()) if o)
+    options = " ".join(o for o in (driver_jvm_options(quick), class_archive.jvm_options()) if o)
     if options:
         conf["spark.driver.extraJavaOptions"] = options
     if _is_loopback_master(master):

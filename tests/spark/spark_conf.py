@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from replay.spark import class_archive
-from replay.spark.session import QUICK_JVM_OPTIONS, STATUS_RETENTION
+from replay.spark.session import QUICK_JVM_OPTIONS, STATUS_RETENTION, WORK_JVM_OPTIONS
 
 SPARK_TEST_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -60,16 +60,13 @@ DRIVER_JVM_OPTIONS = f"{JVM_OPTIONS} {class_archive.jvm_options()}".strip()
 # young collection, were copied into the old generation and cost full collections later. Measured on two sessions
 # side by side (test_feed, test_incremental_replay and test_replay_visibility, `make test`'s selection, 2026-12-05):
 # the collector's thread 18.8 s of CPU against 32.9 s, the JVM 526 s against 542 s. Only the heap's layout changes.
-# And the optimizing compiler inlines less deeply (JDK 17's defaults: 15 levels, callees of up to 325 bytes of
-# bytecode, or 2,500 bytes of compiled code). The suite's sessions run tiny data through Spark's planner, whose calls
-# go through many layers of small virtual methods: the JIT kept compiling them into large methods to the end of the
-# run, and deep inlining makes each compilation dearer without making the planner faster. A cold then four warm full
-# replays of a sample in one session (2026-12-05): the C2 compiler thread 20.3 s of CPU against 45.6 and 49.5 s with
-# the defaults, the JVM 141.7 s against 149.1 and 166.5 s (the tasks and the driver's calls 3-4 s dearer). Only
-# how the JIT compiles changes, never a result.
-SMALL_INLINING = "-XX:MaxInlineLevel=3 -XX:InlineSmallCode=500 -XX:FreqInlineSize=50"
+# And, as every driver that does long work, C2 inlines less deeply (`session.WORK_JVM_OPTIONS`): the suite's sessions
+# run tiny data through Spark's planner, and the JIT kept compiling its layers of small methods to the end of the run.
+# A cold then four warm full replays of a sample in one session (2026-12-05): the C2 thread 20.3 s of CPU against
+# 45.6 and 49.5 s with JDK 17's defaults, the JVM 141.7 s against 149.1 and 166.5 s; CI (`.ci/run`, same host speed):
+# 2,134 s of machine CPU and 18 min 18 s of tests against 2,255-2,277 s and 19 min 15-25 s in the three runs before.
 LONG_LIVED_JVM_OPTIONS = (f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -Xms{SESSION_MEMORY} "
-                          f"{SMALL_INLINING}")
+                          f"{WORK_JVM_OPTIONS}")
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
 
 # a JVM that lives for one or two ingests and replays (a crashed run, the cluster test's driver and executors, the

@@ -38,14 +38,21 @@ def test_local_conf_has_delta_and_explicit_jars() -> None:
 
 def test_a_quick_session_asks_for_the_quick_jvm_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(S.QUICK_JVM_ENV, raising=False)
+    monkeypatch.delenv(S.WORK_JVM_ENV, raising=False)
     monkeypatch.setenv(class_archive.ENV, "off")  # the class archive's options apart (the test below)
-    assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g")
+    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_JVM_OPTIONS
+    assert "-XX:MaxInlineLevel=3" in S.WORK_JVM_OPTIONS and "TieredStopAtLevel" not in S.WORK_JVM_OPTIONS
     assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == S.QUICK_JVM_OPTIONS
     assert "-XX:TieredStopAtLevel=1" in S.QUICK_JVM_OPTIONS
     monkeypatch.setenv(S.QUICK_JVM_ENV, "-Xss4m")
     assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == "-Xss4m"
     monkeypatch.setenv(S.QUICK_JVM_ENV, "")  # empty: the JVM's defaults
     assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g", quick=True)
+    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_JVM_OPTIONS  # its own
+    monkeypatch.setenv(S.WORK_JVM_ENV, "-Xss8m")
+    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == "-Xss8m"
+    monkeypatch.setenv(S.WORK_JVM_ENV, "")
+    assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g")
 
 
 @pytest.mark.spark
@@ -93,6 +100,7 @@ def test_a_driver_maps_the_class_archive_when_there_is_one(monkeypatch: pytest.M
     """The archive is named after the Java, PySpark and Delta it was made with; a driver maps it when it exists,
     besides the quick options; `KRAFT_REPLAY_CLASS_ARCHIVE=off` leaves it out, a path there names another file."""
     monkeypatch.delenv(class_archive.ENV, raising=False)
+    monkeypatch.setenv(S.WORK_JVM_ENV, "")  # the long-work driver's own options apart (the test above)
     monkeypatch.setenv("KRAFT_REPLAY_CACHE", str(tmp_path / "cache"))
     path = class_archive.archive_path()
     assert path is not None and path.parent == tmp_path / "cache" / "class-archive" and path.suffix == ".jsa"
