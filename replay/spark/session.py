@@ -61,7 +61,9 @@ WORK_JVM_ENV = "KRAFT_REPLAY_JVM_OPTIONS"
 # layers of small virtual methods: C2 kept compiling them into ever larger methods, and deep inlining made each
 # compilation dearer without making the planner faster. A cold and a warm full replay of a sample, twice each way
 # (2026-12-05, local[*] on 2 cores): the cold one 35.1-35.3 s and 61-63 s of JVM CPU against 36.3-38.5 s and 68-72 s,
-# the warm one 14.2-16.8 s and 24-28 s against 16.6-17.8 s and 31-33 s (the C2 thread 3.1-3.3 s against 9.1-10.1 s).
+# the warm one 14.2-16.8 s and 24-28 s against 16.6-17.8 s and 31-33 s (the C2 thread 3.1-3.3 s against 9.1-10.1 s);
+# the benchmark's 2M log, ingest + replay: 114-131 s and 191-219 s of CPU against 136-137 s and 243-244 s
+# (`bench/README.md`). Spark's generated code, where the rows are worked on, lost nothing measurable.
 WORK_JVM_OPTIONS = "-XX:MaxInlineLevel=3 -XX:InlineSmallCode=500 -XX:FreqInlineSize=50"
 # What the driver keeps of finished work for the Spark UI (kept whether the UI runs or not): by default 1,000 jobs,
 # 1,000 stages, 100,000 tasks and 1,000 SQL executions with their plans and metrics, and the graph of every job. A
