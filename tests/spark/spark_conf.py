@@ -64,7 +64,8 @@ DRIVER_JVM_OPTIONS = f"{JVM_OPTIONS} {class_archive.jvm_options()}".strip()
 # run tiny data through Spark's planner, and the JIT kept compiling its layers of small methods to the end of the run.
 # A cold then four warm full replays of a sample in one session (2026-12-05): the C2 thread 20.3 s of CPU against
 # 45.6 and 49.5 s with JDK 17's defaults, the JVM 141.7 s against 149.1 and 166.5 s; CI (`.ci/run`, same host speed):
-# 2,134 s of machine CPU and 18 min 18 s of tests against 2,255-2,277 s and 19 min 15-25 s in the three runs before.
+# 2,134 and 2,214 s of machine CPU, 18 min 18 s and 19 min 4 s of tests, against 2,255-2,277 s and 19 min 15-25 s in
+# the three runs before.
 LONG_LIVED_JVM_OPTIONS = (f"{DRIVER_JVM_OPTIONS} -XX:ReservedCodeCacheSize=1g -Xms{SESSION_MEMORY} "
                           f"{WORK_JVM_OPTIONS}")
 SPARK_TEST_CONF["spark.driver.extraJavaOptions"] = LONG_LIVED_JVM_OPTIONS
