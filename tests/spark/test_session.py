@@ -36,7 +36,7 @@ def test_local_conf_has_delta_and_explicit_jars() -> None:
     assert S.local_conf("spark://127.0.0.1:7077", "app", "1g")["spark.driver.host"] == "127.0.0.1"
 
 
-def test_a_quick_session_asks_for_the_quick_jvm_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_driver_gets_the_quick_or_the_long_work_jvm_options_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(S.QUICK_JVM_ENV, raising=False)
     monkeypatch.delenv(S.WORK_JVM_ENV, raising=False)
     monkeypatch.setenv(class_archive.ENV, "off")  # the class archive's options apart (the test below)
