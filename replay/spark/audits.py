@@ -86,7 +86,7 @@ from replay.spark.queries import (
 )
 from replay.spark.rules import COV_COMPLETE, coverage_at_sql, live_sql, markers, run_sql, times_of_offsets_sql
 from replay.spark.sqlddl import SqlFunction, create_temporary
-from replay.spark.tables import ACL_FIELDS, Lake
+from replay.spark.tables import ACL_FIELDS, Lake, covered_clusters_sql
 
 # AclEntry.supportedOperations (spec §5.3): what an audit asks about for each resource type.
 SUPPORTED_OPERATIONS: dict[str, list[str]] = {
@@ -670,9 +670,11 @@ _PRINCIPAL_CHECK = ("instr(coalesce(principal, ''), ':') = 0",
                     "coalesce(principal, 'NULL'))")
 
 
-def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> list[SqlFunction]:
+def audit_functions(table_ref: Callable[[str], str], records: bool = True,
+                    names: str | None = None) -> list[SqlFunction]:
     """The audits as SQL table function definitions over the tables `table_ref` names (see
-    `register_audit_functions`); `records`: the lake has `metadata_records` (the topics `acl_risky_grants` reads)."""
+    `register_audit_functions`); `records`: the lake has `metadata_records` (the topics `acl_risky_grants` reads);
+    `names`: the clusters with a replayed history (`Lake.replayed_clusters_sql`; by default those in `log_coverage`)."""
     src = _Sources(table_ref("acl_history"), table_ref("log_coverage"), table_ref("offset_times"),
                    table_ref("metadata_records") if records else None)
 
@@ -684,7 +686,7 @@ def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> li
     who, what, acc, diff, tl, risky = ("acl_who_can", "acl_what_can", "acl_access_changes", "acl_diff",
                                        "acl_timeline", "acl_risky_grants")
     fields = ", ".join(f"d.{c}" for c in ACL_FIELDS)
-    cov = src.cov
+    names = names or covered_clusters_sql(src.cov)
 
     # from_offset may be negative (-1: before the first record, as in acl_changes_between)
     def offsets(*names: str) -> list[tuple[str, str]]:
@@ -698,38 +700,38 @@ def audit_functions(table_ref: Callable[[str], str], records: bool = True) -> li
                     "the broker's super.users text; allow_everyone: allow.everyone.if.no.acl.found.",
                     guarded_sql(who_can_sql(src, f"{who}.cluster", f"{who}.operation", f"{who}.resource_type",
                                             f"{who}.resource_name", f"{who}.at_offset", settings(who)),
-                                _WHO_RETURNS, cov, offsets("at_offset"))),
+                                _WHO_RETURNS, names, offsets("at_offset"))),
         SqlFunction(what, f"cluster STRING, principal STRING, at_offset BIGINT, {_SETTINGS_PARAMS}",
                     f"{_WHO_RETURNS}, pattern_type STRING",
                     "What the principal could do at the offset (its own ACLs and User:*), per host, through which "
                     "ACLs; DENYs listed; its ACLs whose host no client can present.",
                     guarded_sql(what_can_sql(src, f"{what}.cluster", f"{what}.principal", f"{what}.at_offset",
                                              settings(what)),
-                                f"{_WHO_RETURNS}, pattern_type STRING", cov,
+                                f"{_WHO_RETURNS}, pattern_type STRING", names,
                                 [*offsets("at_offset"), _PRINCIPAL_CHECK])),
         SqlFunction(acc, f"cluster STRING, from_offset BIGINT, to_offset BIGINT, {_SETTINGS_PARAMS}", _ACCESS_RETURNS,
                     "Access gained, lost or uncertain between the two offsets.",
                     guarded_sql(access_changes_sql(src, f"{acc}.cluster", f"{acc}.from_offset",
                                                    f"{acc}.to_offset", settings(acc)),
-                                _ACCESS_RETURNS, cov, offsets("to_offset"))),
+                                _ACCESS_RETURNS, names, offsets("to_offset"))),
         SqlFunction(diff, "cluster STRING, from_offset BIGINT, to_offset BIGINT", _DIFF_RETURNS,
                     "ACLs added or removed between the two offsets (maybe_* where a hole makes it uncertain).",
                     guarded_sql(f"SELECT d.change, d.certain, d.acl_id, {fields}, d.before, d.after FROM "
                                 f"({acl_changes_sql(src, f'{diff}.cluster', f'{diff}.from_offset', f'{diff}.to_offset')}) d",
-                                _DIFF_RETURNS, cov, offsets("to_offset"))),
+                                _DIFF_RETURNS, names, offsets("to_offset"))),
         SqlFunction(tl, "cluster STRING, principal STRING, resource_type STRING, resource_name STRING, "
                     f"operation STRING DEFAULT NULL, {_SETTINGS_PARAMS}", _TIMELINE_RETURNS,
                     "Decision intervals over the whole history for a principal (resource type and name NULL) or a "
                     "resource (principal NULL); operation NULL means every operation the ACLs decide.",
                     guarded_sql(timeline_sql(src, f"{tl}.cluster", f"{tl}.principal", f"{tl}.resource_type",
                                              f"{tl}.resource_name", f"{tl}.operation", settings(tl)),
-                                _TIMELINE_RETURNS, cov, offsets())),
+                                _TIMELINE_RETURNS, names, offsets())),
         SqlFunction(risky, "cluster STRING, at_offset BIGINT, allow_everyone BOOLEAN DEFAULT NULL", _RISKY_RETURNS,
                     "Risky ACL lifetimes (all history when at_offset is NULL) and, at an offset, the topics "
                     "allow.everyone.if.no.acl.found exposes (omitted when allow_everyone is false).",
                     guarded_sql(risky_grants_sql(src, f"{risky}.cluster", f"{risky}.at_offset",
                                                  f"{risky}.allow_everyone"),
-                                _RISKY_RETURNS, cov, offsets("at_offset"))),
+                                _RISKY_RETURNS, names, offsets("at_offset"))),
     ]
 
 
@@ -747,7 +749,7 @@ def register_audit_functions(spark: SparkSession, lake: Lake, only: Collection[s
 
     Example: `SELECT who, from_host, decision, via FROM acl_who_can('prod', 'READ', 'TOPIC', 'payments', 1234)`.
     """
-    functions = audit_functions(lake.source, _records(lake) is not None)
+    functions = audit_functions(lake.source, _records(lake) is not None, lake.replayed_clusters_sql())
     return create_temporary(spark, functions, only)
 
 

@@ -40,7 +40,7 @@ from replay.spark.queries import (
 )
 from replay.spark.rules import offset_at_time_sql
 from replay.spark.sqlddl import SqlFunction, create_temporary
-from replay.spark.tables import Lake
+from replay.spark.tables import Lake, covered_clusters_sql
 
 # the columns of a calls relation (`expand_sql`): `_call` identifies the call; `_p` principal, `_h` host (as Java
 # renders it), `_at` the offset; the resources as `api_request` takes them; `_kv` Kafka version, `_av` request
@@ -384,11 +384,13 @@ def _call_sql(f: str, at: str, frm: str = "") -> str:
             f"{f}.conditions AS _conds{frm})")
 
 
-def api_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
+def api_functions(table_ref: Callable[[str], str], names: str | None = None) -> list[SqlFunction]:
     """`acl_could_call` (at an offset) and `acl_could_call_at_time` as SQL table function definitions over the
     tables `table_ref` names: one row per check the call makes (one row without a check for an API Kafka does not
-    authorize), each with the call's outcome."""
+    authorize), each with the call's outcome. `names`: the clusters with a replayed history
+    (`Lake.replayed_clusters_sql`; by default those in `log_coverage`)."""
     hist, cov, times = table_ref("acl_history"), table_ref("log_coverage"), table_ref("offset_times")
+    names = names or covered_clusters_sql(cov)
     one, at_time = "acl_could_call", "acl_could_call_at_time"
 
     def body(f: str, at: str, frm: str = "") -> str:
@@ -407,11 +409,11 @@ def api_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
     return [
         SqlFunction(one, "cluster STRING, principal STRING, host " + common(at="at_offset BIGINT"), RETURNS,
                     doc.format(when="at the offset"),
-                    guarded_sql(body(one, f"{one}.at_offset"), RETURNS, cov,
+                    guarded_sql(body(one, f"{one}.at_offset"), RETURNS, names,
                                 [UNKNOWN_CLUSTER_CHECK, required, negative_offset_check(f"{one}.at_offset")])),
         SqlFunction(at_time, "cluster STRING, principal STRING, host " + common(at="ts TIMESTAMP"), RETURNS,
                     doc.format(when="at the time (the last offset at or before it)"),
-                    guarded_sql(body(at_time, "ta._at", time_offset.replace(", (", " FROM (", 1)), RETURNS, cov,
+                    guarded_sql(body(at_time, "ta._at", time_offset.replace(", (", " FROM (", 1)), RETURNS, names,
                                 [UNKNOWN_CLUSTER_CHECK, before_history_check("ta._at", "ts")], time_offset)),
     ]
 
@@ -423,4 +425,4 @@ def register_api_functions(spark: SparkSession, lake: Lake, only: Collection[str
 
     Example: `SELECT check_number, resource_type, resource_name, operation, decision, outcome, error FROM
     acl_could_call('prod', 'User:svc-orders', '10.0.0.1', 'OffsetFetch', 1234, groups => array('g'))`."""
-    return create_temporary(spark, api_functions(lake.source), only)
+    return create_temporary(spark, api_functions(lake.source, lake.replayed_clusters_sql()), only)

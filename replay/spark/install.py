@@ -21,9 +21,12 @@ from replay.spark.sqlddl import SqlFunction, SqlView
 from replay.spark.tables import ACCESS_EVENTS, ACL_FIELDS, ALL_TABLES, Lake, quote_ident
 
 
-def lake_functions(table_ref: Callable[[str], str], access: bool = False) -> list[SqlFunction]:
-    """Every function; `access`: also those over `access_events` (a lake that has ingested authorizer logs)."""
-    return [*state_functions(table_ref), *audit_functions(table_ref), *api_functions(table_ref),
+def lake_functions(table_ref: Callable[[str], str], access: bool = False,
+                   names: str | None = None) -> list[SqlFunction]:
+    """Every function; `access`: also those over `access_events` (a lake that has ingested authorizer logs);
+    `names`: the clusters with a replayed history, for the checks (`Lake.replayed_clusters_sql`)."""
+    return [*state_functions(table_ref, names), *audit_functions(table_ref, names=names),
+            *api_functions(table_ref, names),
             *(access_functions(table_ref) if access else [])]
 
 
@@ -68,7 +71,8 @@ def install_statements(lake: Lake, schema: str | None = None) -> list[str]:
     else:
         target = ".".join(quote_ident(p) for p in schema.split("."))
     return [f"CREATE SCHEMA IF NOT EXISTS {target}",
-            *[f.create(target) for f in lake_functions(lake.source, lake.exists(ACCESS_EVENTS))],
+            *[f.create(target) for f in lake_functions(lake.source, lake.exists(ACCESS_EVENTS),
+                                                     lake.replayed_clusters_sql())],
             *[v.create(target) for v in lake_views(lake.source)]]
 
 

@@ -32,7 +32,7 @@ from replay.spark.rules import (
     unpublished_sql,
 )
 from replay.spark.sqlddl import SqlFunction, create_temporary
-from replay.spark.tables import ACL_FIELDS, Lake
+from replay.spark.tables import ACL_FIELDS, Lake, covered_clusters_sql
 
 
 def certainly_live(at: str | int) -> Column:
@@ -268,14 +268,15 @@ UNKNOWN_CLUSTER_CHECK = ("NOT array_contains(k._names, cluster)", "concat('clust
                          f"{_UNKNOWN_NAMES}, '); ingest its dumps first: kraft-replay ingest DUMP --lake ... --lake-cluster NAME')")
 
 
-def guarded_sql(body: str, returns: str, cov: str, checks: list[tuple[str, str]], also: str = "") -> str:
+def guarded_sql(body: str, returns: str, names: str, checks: list[tuple[str, str]], also: str = "") -> str:
     """`body` plus a branch with no rows that raises the first failed check (condition, message) as an error: a
     wrong question must not read as "no ACLs". The branch is its own side of a UNION ALL, so it runs whatever the
-    body's tables hold; a final ORDER BY of `body` orders the union. Checks see `k._names` (the clusters in `cov`),
-    the function's parameters and `also`'s columns."""
+    body's tables hold; a final ORDER BY of `body` orders the union. Checks see `k._names` (`names`: the SQL array
+    of the clusters with a replayed history, `Lake.replayed_clusters_sql`), the function's parameters and `also`'s
+    columns."""
     query, order = _final_order(body)
     cases = " ".join(f"WHEN {cond} THEN raise_error({msg})" for cond, msg in checks)
-    guard = (f"SELECT {_returns_nulls(returns)} FROM (SELECT collect_set(c.cluster_id) AS _names FROM {cov} c) k"
+    guard = (f"SELECT {_returns_nulls(returns)} FROM (SELECT {names} AS _names) k"
              f"{also} WHERE CASE {cases} ELSE false END")
     return f"SELECT * FROM ({query}) UNION ALL {guard}{order}"
 
@@ -298,12 +299,14 @@ def before_history_check(at: str, ts: str) -> tuple[str, str]:
             f"CAST(CAST({ts} AS TIMESTAMP) AS STRING), ': what was live before its known history is unknown')")
 
 
-def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
+def state_functions(table_ref: Callable[[str], str], names: str | None = None) -> list[SqlFunction]:
     """The as-of functions as SQL definitions over the tables `table_ref` names (see `register_sql_functions`).
 
     Each raises an error instead of answering with no rows when the question is wrong: a negative offset, a time
-    before the cluster's known history, a cluster the lake has not replayed."""
+    before the cluster's known history, a cluster the lake has not replayed (not among `names`,
+    `Lake.replayed_clusters_sql`; by default the clusters `log_coverage` holds)."""
     hist, times, events, cov = (table_ref(n) for n in ("acl_history", "offset_times", "acl_events", "log_coverage"))
+    names = names or covered_clusters_sql(cov)
     cols = ", ".join(f"{c} STRING" for c in ACL_FIELDS)
     sel = ", ".join(f"h.{c}" for c in ACL_FIELDS)
     live, maybe = live_sql("{at}", "h")
@@ -352,20 +355,20 @@ def state_functions(table_ref: Callable[[str], str]) -> list[SqlFunction]:
         SqlFunction("acl_state_at", "cluster STRING, at_offset BIGINT", returns,
                     "The ACLs live in a cluster as of a log offset of __cluster_metadata: certainty is certain, or "
                     "uncertain where a hole in the dumps hides when an ACL began or ended.",
-                    guarded_sql(body.format(at="at_offset"), returns, cov, [negative_offset_check("at_offset"), UNKNOWN_CLUSTER_CHECK])),
+                    guarded_sql(body.format(at="at_offset"), returns, names, [negative_offset_check("at_offset"), UNKNOWN_CLUSTER_CHECK])),
         SqlFunction("acl_state_at_time", "cluster STRING, ts TIMESTAMP", returns,
                     "The ACLs live in a cluster as of a time: the last offset whose append time is at or before it.",
-                    guarded_sql(at_time_body, returns, cov, time_checks, time_offset)),
+                    guarded_sql(at_time_body, returns, names, time_checks, time_offset)),
         SqlFunction("acl_changes_between", "cluster STRING, from_offset BIGINT, to_offset BIGINT", events_returns,
                     "The visible ACL changes of a cluster at offsets from_offset < offset <= to_offset, in order.",
-                    guarded_sql(events_body, events_returns, cov, [UNKNOWN_CLUSTER_CHECK])),
+                    guarded_sql(events_body, events_returns, names, [UNKNOWN_CLUSTER_CHECK])),
         SqlFunction("acl_coverage_at", "cluster STRING, at_offset BIGINT", coverage_returns,
                     "How far acl_state_at can be trusted at an offset: covered by a dump or snapshot, complete (no ACL "
                     "nobody recorded could be live), exact, and the numbers of certain and uncertain ACLs.",
-                    guarded_sql(coverage_sql("at_offset"), coverage_returns, cov, [negative_offset_check("at_offset"), UNKNOWN_CLUSTER_CHECK])),
+                    guarded_sql(coverage_sql("at_offset"), coverage_returns, names, [negative_offset_check("at_offset"), UNKNOWN_CLUSTER_CHECK])),
         SqlFunction("acl_coverage_at_time", "cluster STRING, ts TIMESTAMP", coverage_returns,
                     "acl_coverage_at for the offset of a time (the last offset whose append time is at or before it).",
-                    guarded_sql(cov_at_time, coverage_returns, cov, time_checks, time_offset)),
+                    guarded_sql(cov_at_time, coverage_returns, names, time_checks, time_offset)),
     ]
 
 
@@ -379,4 +382,4 @@ def register_sql_functions(lake: Lake, only: Collection[str] | None = None) -> l
     `kraft-replay install-sql` installs the same definitions (`state_functions`) as persistent ones. With `only`,
     just the functions it names.
     """
-    return create_temporary(lake.spark, state_functions(lake.source), only)
+    return create_temporary(lake.spark, state_functions(lake.source, lake.replayed_clusters_sql()), only)

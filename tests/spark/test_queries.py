@@ -231,3 +231,29 @@ def test_a_query_gets_only_the_functions_it_names(spark: Any, sample_lake: Any) 
     assert own.name_tables(named) == ["log_coverage"]
     assert own.spark.catalog.functionExists("acl_coverage_at") and not own.spark.catalog.functionExists("acl_state_at")
     assert own.spark.sql(f"SELECT count(*) FROM acl_coverage_at('{CLUSTER}', 5)").first()[0] == 1
+
+
+@pytest.mark.slow  # a copy of the lake and its functions: a minute of Spark
+def test_the_unknown_cluster_check_reads_only_the_visible_replays(spark: Any, sample_lake: Any,
+                                                                   tmp_path: Path) -> None:
+    """The functions' check for an unknown cluster reads the map of visible replays that already filters the rows
+    (`Lake.replayed_clusters_sql`), no table of its own; a cluster whose first replay has not finished (a
+    `replay_state` row without a visible replay) is unknown, as when the check read `log_coverage`."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.queries import register_sql_functions
+    from replay.spark.tables import Lake
+
+    own = spark.newSession()  # the functions over the copy in a session of their own: other tests keep theirs
+    copy = Lake(own, str(tmp_path / "lake"))
+    shutil.copytree(sample_lake.location, copy.location)
+    starting = (copy.read_raw("replay_state").where(F.col("cluster_id") == CLUSTER).limit(1)
+                .withColumn("cluster_id", F.lit("starting")).withColumn("visible_replay_id", F.lit(None).cast("string")))
+    starting.write.format("delta").mode("append").save(copy.table_path("replay_state"))
+    register_sql_functions(copy, ["acl_state_at"])
+    plan = own.sql(f"EXPLAIN EXTENDED SELECT * FROM acl_state_at('{CLUSTER}', 5)").first()[0]
+    assert "/log_coverage" not in plan and "/replay_state" in plan and "/acl_history" in plan
+    assert own.sql(f"SELECT * FROM acl_state_at('{CLUSTER}', 250)").count() > 0
+    for cluster in ("starting", "no-such-cluster"):
+        with pytest.raises(Exception, match=f"cluster '{cluster}' has no replayed history .*'retention-gap'"):
+            own.sql(f"SELECT * FROM acl_state_at('{cluster}', 5)").collect()
