@@ -62,6 +62,12 @@ class MemLake:
 
     table_ref = source
 
+    def replayed_clusters_sql(self) -> str:
+        """No replay tags here: the clusters its coverage holds, as a lake written before them answers."""
+        from replay.spark.tables import covered_clusters_sql
+
+        return covered_clusters_sql(self.source("log_coverage"))
+
 
 @dataclass
 class Life:
