@@ -256,7 +256,8 @@ def test_replay_kafka_imports_only_itself_and_no_spark() -> None:
 
 
 # What runs inside Spark tasks: the ingest's decoding (issue 13 item 3).
-EXECUTOR_MODULES = ("replay.spark.ingest_decode", "replay.spark.ingest_rows", "replay.spark.ingest_tally")
+EXECUTOR_MODULES = ("replay.spark.ingest_decode", "replay.spark.ingest_rows", "replay.spark.ingest_summary_rows",
+                    "replay.spark.ingest_tally")
 
 
 def test_the_ingest_executor_side_needs_no_spark() -> None:

@@ -38,6 +38,7 @@ from replay.spark.ingest_rows import (
     record_rows,
     stream_of,
 )
+from replay.spark.ingest_summary_rows import LogCounts
 from replay.spark.ingest_tally import OffsetTally
 
 NATIVE_ROWS_PER_CHUNK = 8192  # rows the compiled decoder puts in one Arrow batch (it costs a fixed ~1 ms to wrap one)
@@ -286,17 +287,19 @@ def _unreadable(entry: PlannedFile, error: Exception) -> dict[str, Any]:
     return problem_row(p, base, entry.name)
 
 
-def _emit(rows: Iterable[Any], buf: RowBuffer, tally: OffsetTally | None = None) -> Iterator[Any]:
+def _emit(rows: Iterable[Any], buf: RowBuffer, tally: OffsetTally | None = None,
+          counts: LogCounts | None = None) -> Iterator[Any]:
     """Arrow record batches of the rows: tuples are collected into batches, batches the compiled decoder made pass
     through (the rows are a set: their order within a file does not matter). Each batch is tallied on its way
-    (when there is a `tally`: the ingest's tasks have one)."""
+    (when there is a `tally`: the ingest's tasks have one), and with `counts` (the summary's pass) shaped into the
+    summary's rows."""
     for row in rows:
         if isinstance(row, tuple):
             buf.add(row)
             if buf.full:
-                yield _tallied(buf.flush(), tally)
+                yield from _shaped(_tallied(buf.flush(), tally), counts)
         else:
-            yield _tallied(row, tally)
+            yield from _shaped(_tallied(row, tally), counts)
 
 
 def _tallied(batch: Any, tally: OffsetTally | None) -> Any:
@@ -305,15 +308,25 @@ def _tallied(batch: Any, tally: OffsetTally | None) -> Any:
     return batch
 
 
+def _shaped(batch: Any, counts: LogCounts | None) -> Iterator[Any]:
+    if counts is None:
+        yield batch
+    elif (rest := counts.shape(batch)) is not None:
+        yield rest
+
+
 def _tally_for(counters: Any) -> OffsetTally | None:
     """A tally of the task's offsets when the driver can hear of it (its third counter; none on Spark Connect)."""
     return OffsetTally() if counters is not None else None
 
 
-def _last(buf: RowBuffer, tally: OffsetTally | None, counters: Any) -> Iterator[Any]:
-    """The task's last rows, then its offset tallies to the driver."""
+def _last(buf: RowBuffer, tally: OffsetTally | None, counters: Any, counts: LogCounts | None = None
+          ) -> Iterator[Any]:
+    """The task's last rows (and its log records' counts), then its offset tallies to the driver."""
     if buf.rows:
-        yield _tallied(buf.flush(), tally)
+        yield from _shaped(_tallied(buf.flush(), tally), counts)
+    if counts is not None and (counted := counts.last()) is not None:
+        yield counted
     if tally is not None:
         counters[2].add(tally.tallies())
 
@@ -338,29 +351,33 @@ def planned_streams(batches: Iterator[Any], plan: list[PlannedFile], partitions:
                     stream.close()
 
 
-def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P..."""
+def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any, summary: bool = False
+                        ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P...
+    `summary`: it makes the summary pass's rows (`ingest_summary_rows`), not the decoded rows."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf, tally = RowBuffer(), _tally_for(counters)
+        buf, tally, counts = RowBuffer(), _tally_for(counters), LogCounts() if summary else None
         for entry, stream, error in planned_streams(batches, plan, partitions):
             if stream is None:
-                yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf, tally)
+                yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf, tally, counts)
             else:
-                yield from _emit(decode_rows(entry, stream), buf, tally)
+                yield from _emit(decode_rows(entry, stream), buf, tally, counts)
             if counters is not None:
                 counters[0].add(1)
                 counters[1].add(entry.size)
-        yield from _last(buf, tally, counters)
+        yield from _last(buf, tally, counters, counts)
 
     return decode
 
 
-def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`)."""
+def make_content_decoder(plan: dict[str, PlannedFile], counters: Any, summary: bool = False
+                         ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`);
+    `summary` as for `make_stream_decoder`."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf, tally = RowBuffer(), _tally_for(counters)
+        buf, tally, counts = RowBuffer(), _tally_for(counters), LogCounts() if summary else None
         for arrow_batch in batches:
             paths = arrow_batch.column("path").to_pylist()
             contents = arrow_batch.column("content")
@@ -368,12 +385,12 @@ def make_content_decoder(plan: dict[str, PlannedFile], counters: Any) -> Callabl
                 entry = plan[path]
                 data = contents[i].as_buffer()  # zero-copy: the file is not copied into a Python bytes again
                 reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
-                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf, tally)
+                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf, tally, counts)
                 if counters is not None:
                     counters[0].add(1)
                     counters[1].add(entry.length)
                 del data
-        yield from _last(buf, tally, counters)
+        yield from _last(buf, tally, counters, counts)
 
     return decode
 

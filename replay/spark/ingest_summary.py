@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from replay.kafka.model import NOTICE_KINDS
 from replay.spark.frames import join_null_safe
+from replay.spark.ingest_summary_rows import READ
 from replay.spark.ingest_tally import COPY_ID_COLUMNS
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
@@ -24,21 +25,22 @@ COPY_KEY = ("source_file", "text_section")
 SNAPSHOT_ID = ("stream", "snapshot_end_offset", "snapshot_epoch")
 
 
-def summarise(decoded: DataFrame) -> list[Any]:
-    """One aggregate row per (row type, stream, snapshot, problem kind, copy): the only thing collected from the data.
-    A copy is a snapshot or bootstrap file (or dump-log text section) for record rows, the file (or section) for
-    problems, none for log records; a copy's row carries its digest (`_copy_digest_columns`), so which copies are
-    repeats is decided from this one pass (`copies_to_drop`)."""
+def summarise(rows: DataFrame) -> list[Any]:
+    """One aggregate row per (row type, stream, snapshot, problem kind, copy) of the summary pass's `rows`
+    (`ingest_summary_rows.SUMMARY_FIELDS`: each stands for `_n` decoded rows with offsets `_lo` to `_hi`): the only
+    thing collected from the data. A copy is a snapshot or bootstrap file (or dump-log text section) for record rows,
+    the file (or section) for problems, none for log records; a copy's row carries its digest
+    (`_copy_digest_columns`), so which copies are repeats is decided from this one pass (`copies_to_drop`)."""
     is_record_copy = (F.col("row_type") == "R") & (F.col("stream") != "log")
     is_copy = (F.col("row_type") == "Q") | is_record_copy
     h1, h2 = _copy_digest_columns()
     return (
-        decoded.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
-                        *[F.when(is_copy, F.col(c)).alias(c) for c in COPY_KEY])
+        rows.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
+                     *[F.when(is_copy, F.col(c)).alias(c) for c in COPY_KEY])
         .agg(
-            F.count(F.lit(1)).alias("n"),
-            F.min("offset").alias("min_offset"),
-            F.max("offset").alias("max_offset"),
+            F.sum("_n").alias("n"),
+            F.min("_lo").alias("min_offset"),
+            F.max("_hi").alias("max_offset"),
             F.collect_set(F.when(F.col("row_type") == "I", F.col("source_file"))).alias("ignored"),
             # digests of copies only: log rows are not judged as copies, and theirs cost as much as the rest
             F.sum(F.when(is_record_copy, h1)).alias("_h1"),
@@ -47,6 +49,12 @@ def summarise(decoded: DataFrame) -> list[Any]:
         .collect()
     )
 
+
+def summary_rows(decoded: DataFrame) -> DataFrame:
+    """The summary pass's rows of decoded rows already at hand (cached), one each: what the executors send
+    (`ingest_summary_rows`) when they decode for the summary."""
+    return decoded.select(*READ, F.lit(1).cast("long").alias("_n"), F.col("offset").alias("_lo"),
+                          F.col("offset").alias("_hi"))
 
 
 def rows_per_copy(summary: list[Any]) -> dict[tuple[Any, ...], int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ from pyspark.sql import SparkSession
 from spark_dumps import (
     ALICE_READ,
     BOB_WRITE,
+    DATA,
     T0,
     acl_id,
     write_bad_segment,
@@ -22,7 +24,7 @@ from spark_dumps import (
 
 from replay.kafka import dumplog, writer
 from replay.spark import ingest_decode, ingest_plan, ingest_write
-from replay.spark.ingest import IngestError, StrictIngestError, ingest
+from replay.spark.ingest import IngestError, StrictIngestError, decode_plan, ingest
 from replay.spark.ingest_decode import PlannedFile, decode_file
 from replay.spark.ingest_plan import (
     DEFAULT_SPLIT_BYTES,
@@ -33,6 +35,8 @@ from replay.spark.ingest_plan import (
     split_plan,
 )
 from replay.spark.ingest_rows import arrow_schema, record_hash
+from replay.spark.ingest_summary import summarise, summary_rows
+from replay.spark.ingest_summary_rows import SUMMARY_FIELDS, LogCounts
 from replay.spark.ingest_tally import OffsetTally, no_repeated_keys
 from replay.spark.session import get_spark
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
@@ -178,6 +182,29 @@ def test_offset_tallies_prove_that_no_key_repeats_and_nothing_less() -> None:
     assert not no_repeated_keys(task(records([0, None])), {log: 2})  # an offset unknown
     assert not no_repeated_keys(first, {log: 8, snap: 3})  # the rows of a task nobody tallied
     assert no_repeated_keys([], {})
+
+
+def test_log_counts_stand_for_the_log_records_they_count() -> None:
+    """The summary pass's executors send a task's log records (and records with no stream) as one row per group
+    with their count and offset range, across batches and with offsets unknown; every other row goes as it is."""
+    counts = LogCounts()
+    first = counts.shape(_decoded([
+        {"row_type": "R", "stream": "log", "offset": 7, "source_file": "/d/x.log"},
+        {"row_type": "R", "stream": "log", "offset": 3, "source_file": "/d/x.log"},
+        {"row_type": "R", "stream": None, "offset": None},
+        {"row_type": "R", "stream": "snapshot", "snapshot_end_offset": 9, "snapshot_epoch": 1, "offset": 2,
+         "source_file": "/d/a.checkpoint", "content_hash": b"h"},
+        {"row_type": "Q", "stream": "log", "kind": "CRC_MISMATCH", "offset": 5, "source_file": "/d/x.log"},
+    ]))
+    assert first is not None
+    assert [(r["row_type"], r["stream"], r["offset"], r["_n"], r["_lo"], r["_hi"], r["content_hash"])
+            for r in first.to_pylist()] == [("R", "snapshot", 2, 1, 2, 2, b"h"), ("Q", "log", 5, 1, 5, 5, None)]
+    assert counts.shape(_decoded([{"row_type": "R", "stream": "log", "offset": o} for o in (11, 1)])) is None
+    last = counts.last()
+    assert last is not None and last.schema.names == [n for n, _ in SUMMARY_FIELDS]
+    assert sorted(((r["stream"] or ""), r["_n"], r["_lo"], r["_hi"], r["source_file"]) for r in last.to_pylist()) == [
+        ("", 1, None, None, None), ("log", 4, 1, 11, None)]
+    assert LogCounts().last() is None
 
 
 def test_record_hash_tells_null_from_empty() -> None:
@@ -526,10 +553,10 @@ def test_files_no_executor_can_open_fail_the_ingest(spark: Any, tmp_path: Any, m
     dump = write_dump(str(tmp_path / "dump"))
     real = ingest_module.decode_plan
 
-    def elsewhere(spark_: Any, plan: list[PlannedFile], counters: Any = None) -> Any:
+    def elsewhere(spark_: Any, plan: list[PlannedFile], counters: Any = None, summary: bool = False) -> Any:
         moved = [dataclasses.replace(f, local_path=str(tmp_path / "not-on-the-executors" / os.path.basename(f.uri)))
                  for f in plan]
-        return real(spark_, moved, counters)
+        return real(spark_, moved, counters, summary)
 
     monkeypatch.setattr(ingest_module, "decode_plan", elsewhere)
     lake = Lake(spark, str(tmp_path / "lake"))
@@ -557,6 +584,33 @@ def test_concurrent_ingests_in_one_session(spark: Any, tmp_path: Any) -> None:
                if r["operation"] in ("MERGE", "WRITE")]
     assert sorted((c["cluster_id"], c["ingest_id"]) for c in commits) == sorted(
         (r.cluster_id, r.ingest_id) for r in reports if r.records_new)
+
+
+@pytest.mark.spark
+def test_the_summary_pass_gives_the_summary_of_every_decoded_row(spark: Any, tmp_path: Any) -> None:
+    """The summary pass decodes into one row per task for its log records (`ingest_summary_rows`): the summary it
+    gives equals the one of every decoded row, on a sample with snapshots, damaged segments, an empty file, a file
+    that is no log, dump-log text and files decoded in pieces by several tasks."""
+    text = tmp_path / "text" / "dump.txt"
+    text.parent.mkdir()
+    part = str(DATA / "small-snapshots")
+    segment = sorted(glob.glob(os.path.join(part, "__cluster_metadata-0", "*.log")))[0]
+    text.write_text("".join(line + "\n" for line in dumplog.render_file(segment)))
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.log").write_text("not a log at all\n")
+    plan, _ = ingest_plan.plan_files(spark, [part, *_bad_files(tmp_path / "bad"), str(text.parent),
+                                             str(tmp_path / "notes")])
+    parts = split_plan(plan, 1000)  # pieces of 1,000 bytes: the sample's segments in several tasks each
+
+    def summary(rows: Any) -> list[tuple[Any, ...]]:
+        return sorted((tuple(sorted(v) if isinstance(v, list) else v for v in r.asDict().values())
+                       for r in summarise(rows)), key=repr)
+
+    counted = summary(decode_plan(spark, parts, summary=True))
+    assert counted == summary(summary_rows(decode_plan(spark, parts)))
+    kinds = {(r[0], r[1]) for r in counted}
+    assert {("R", "log"), ("R", "snapshot"), ("Q", "log"), ("I", None)} <= kinds, kinds
+    assert len(parts) > len(plan)
 
 
 @pytest.mark.spark
