@@ -40,25 +40,30 @@ def event_key() -> Column:
 
 def feed_rows(lake: Lake, clusters: list[str]) -> DataFrame:
     """What to append for `clusters`: PUBLISH rows for the visible changes the feed does not hold as published,
-    RETRACT rows for those published that are not visible any more."""
+    RETRACT rows for those published that are not visible any more.
+
+    One full outer join of the visible changes with the published ones, by identity, finds both: each side is read,
+    and each visible change hashed, once (two anti joins, one each way, read and hashed them twice)."""
     cluster = F.col("cluster_id").isin(clusters)
-    shown = (lake.read(ACL_EVENTS).where(cluster).select(*[f.name for f in EVENTS_SCHEMA.fields])
-             .withColumn("event_key", event_key()))
+    fields = [f.name for f in EVENTS_SCHEMA.fields if f.name != "cluster_id"]
+    shown = (lake.read(ACL_EVENTS).where(cluster)
+             .select("cluster_id", event_key().alias("event_key"), F.struct(*fields).alias("_shown")))
     fed = lake.read(ACL_EVENT_FEED).where(cluster)
     net = (fed.groupBy("cluster_id", "event_key")
            .agg(F.sum(F.when(F.col("action") == PUBLISH, 1).otherwise(-1)).alias("_n"),
-                F.max_by(F.struct(*[f.name for f in EVENTS_SCHEMA.fields if f.name != "cluster_id"]),
-                         F.when(F.col("action") == PUBLISH, F.col("fed_at"))).alias("_e"))
-           .where(F.col("_n") > 0))
-    publish = shown.join(net, ["cluster_id", "event_key"], "left_anti").withColumn("action", F.lit(PUBLISH))
-    retract = (net.join(shown, ["cluster_id", "event_key"], "left_anti")
-               .select("cluster_id", "event_key", "_e.*").withColumn("action", F.lit(RETRACT)))
+                F.max_by(F.struct(*fields), F.when(F.col("action") == PUBLISH, F.col("fed_at"))).alias("_fed"))
+           .where(F.col("_n") > 0).drop("_n"))
+    both = shown.join(net, ["cluster_id", "event_key"], "full_outer")
+    publish = F.col("_shown").isNotNull()  # visible, not published; else published and no longer visible (RETRACT)
+    changed = both.where(F.col("_shown").isNull() | F.col("_fed").isNull()).select(
+        "cluster_id", "event_key", F.when(publish, F.lit(PUBLISH)).otherwise(F.lit(RETRACT)).alias("action"),
+        F.when(publish, F.col("_shown")).otherwise(F.col("_fed")).alias("_e"))
     visible = lake.visible_replays()
     by = F.create_map(*[F.lit(x) for c in clusters for x in (c, visible.get(c) or "")])
-    rows = publish.unionByName(retract)
-    return rows.select(*[(F.element_at(by, F.col("cluster_id")) if f.name == "fed_by"
-                          else F.current_timestamp() if f.name == "fed_at"
-                          else F.col(f.name)).cast(f.dataType).alias(f.name) for f in FEED_SCHEMA.fields])
+    return changed.select(*[(F.element_at(by, F.col("cluster_id")) if f.name == "fed_by"
+                             else F.current_timestamp() if f.name == "fed_at"
+                             else F.col(f"_e.{f.name}") if f.name in fields
+                             else F.col(f.name)).cast(f.dataType).alias(f.name) for f in FEED_SCHEMA.fields])
 
 
 def append_feed(lake: Lake, clusters: list[str]) -> None:
