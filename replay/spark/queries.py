@@ -102,7 +102,11 @@ def last_offset(lake: Lake, cluster: str) -> int | None:
 
 
 def known_clusters(lake: Lake) -> list[str]:
-    """The clusters whose replayed history the lake holds (what `--lake-cluster` can name)."""
+    """The clusters whose replayed history the lake holds (what `--lake-cluster` can name): those with a visible
+    replay, or in a lake written before replay tags those its `log_coverage` holds."""
+    replayed = lake.replayed_clusters()
+    if replayed is not None:
+        return replayed
     if not lake.exists("log_coverage"):
         return []
     return sorted(r[0] for r in lake.read("log_coverage").select("cluster_id").distinct().collect())
@@ -127,8 +131,10 @@ def unknown_cluster_error(location: str, cluster: str, clusters: list[str]) -> U
 
 def require_cluster(lake: Lake, cluster: str) -> None:
     """Raise `unknown_cluster` unless the lake holds replayed history of `cluster`: a question about a cluster it
-    has never seen (a typo, a cluster not ingested yet) would otherwise be answered with nothing."""
-    known = lake.exists("log_coverage") and bool(
+    has never seen (a typo, a cluster not ingested yet) would otherwise be answered with nothing. Asks
+    `known_clusters`' sources: mostly no Spark job (an audit asked `log_coverage` each time, one or two jobs)."""
+    replayed = lake.replayed_clusters()
+    known = cluster in replayed if replayed is not None else lake.exists("log_coverage") and bool(
         lake.read("log_coverage").where(F.col("cluster_id") == cluster).limit(1).collect())
     if not known:
         raise unknown_cluster(lake, cluster)

@@ -592,6 +592,16 @@ class Lake:
             return covered_clusters_sql(self.source(LOG_COVERAGE))
         return f"map_keys({self._shown_sql()})"
 
+    def replayed_clusters(self) -> list[str] | None:
+        """The clusters with a replayed history (a visible replay), from `visible_replays`, which is read again only
+        after `replay_state` has a new commit, so asking costs no Spark job most times; None for a lake written
+        before replay tags, whose `log_coverage` says."""
+        if not self._tagged(LOG_COVERAGE):
+            return None
+        if not self.exists(REPLAY_STATE):
+            return []
+        return sorted(c for c, replay in self.visible_replays().items() if replay is not None)
+
     def _visible_rows(self, name: str, shown: str, at: str = "") -> str:
         """The replay table's rows of each cluster's visible replay, without the tag: `shown` is a SQL map from
         cluster to its visible replay id (a missing cluster: untagged rows only)."""

@@ -62,6 +62,10 @@ class MemLake:
 
     table_ref = source
 
+    def replayed_clusters(self) -> None:
+        """No replay tags here: the callers ask its coverage, as of a lake written before them."""
+        return None
+
     def replayed_clusters_sql(self) -> str:
         """No replay tags here: the clusters its coverage holds, as a lake written before them answers."""
         from replay.spark.tables import covered_clusters_sql

@@ -257,3 +257,21 @@ def test_the_unknown_cluster_check_reads_only_the_visible_replays(spark: Any, sa
     for cluster in ("starting", "no-such-cluster"):
         with pytest.raises(Exception, match=f"cluster '{cluster}' has no replayed history .*'retention-gap'"):
             own.sql(f"SELECT * FROM acl_state_at('{cluster}', 5)").collect()
+    # the Python path's list and check read the same map (`Lake.replayed_clusters`), here without a Spark job
+    from replay.kafka.model import UnknownClusterError
+    from replay.spark.queries import known_clusters, require_cluster
+
+    expected = known_clusters(sample_lake)
+    assert CLUSTER in expected
+    copy.visible_replays()  # read once: then cached until replay_state has a new commit
+    sc = own.sparkContext
+    sc.setJobGroup("cluster-check", "the Python path's cluster check")
+    try:
+        assert known_clusters(copy) == expected and "starting" not in expected
+        require_cluster(copy, CLUSTER)
+        for cluster in ("starting", "no-such-cluster"):
+            with pytest.raises(UnknownClusterError, match=f"cluster '{cluster}' has no replayed history"):
+                require_cluster(copy, cluster)
+        assert list(sc.statusTracker().getJobIdsForGroup("cluster-check")) == []
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
