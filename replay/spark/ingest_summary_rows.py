@@ -41,14 +41,15 @@ class LogCounts:
     """One task's log records, counted per `COUNTED_BY` group as the batches pass (`shape`); `last` at the end."""
 
     def __init__(self) -> None:
-        self._groups: dict[tuple[Any, ...], list[Any]] = {}
+        self._parts: list[Any] = []  # per batch: a row per group with its count, lowest and highest offset
 
     def shape(self, batch: Any) -> Any | None:
         """The batch's rows that go as they are, in `SUMMARY_FIELDS` (None when there are none); its log records
         are counted."""
         counted = is_counted(batch)
         if pc.any(counted).as_py():
-            self._count(batch.filter(counted))
+            self._parts.append(_grouped(pa.Table.from_batches([batch.filter(counted)]), [
+                ("offset", "count", pc.CountOptions(mode="all")), ("offset", "min"), ("offset", "max")]))
             batch = batch.filter(pc.invert(counted))
         if batch.num_rows == 0:
             return None
@@ -57,30 +58,20 @@ class LogCounts:
         return pa.RecordBatch.from_arrays([*(batch.column(name) for name in READ), ones, offset, offset],
                                           schema=_SCHEMA)
 
-    def _count(self, rows: Any) -> None:
-        table = pa.Table.from_batches([rows]).select([*COUNTED_BY, "offset"])
-        grouped = table.group_by(list(COUNTED_BY), use_threads=False).aggregate(
-            [("offset", "count", pc.CountOptions(mode="all")), ("offset", "min"), ("offset", "max")])
-        for row in grouped.to_pylist():
-            key = tuple(row[name] for name in COUNTED_BY)
-            n, lo, hi = row["offset_count"], row["offset_min"], row["offset_max"]
-            held = self._groups.get(key)
-            if held is None:
-                self._groups[key] = [n, lo, hi]
-            else:
-                held[0] += n
-                held[1] = lo if held[1] is None else held[1] if lo is None else min(held[1], lo)
-                held[2] = hi if held[2] is None else held[2] if hi is None else max(held[2], hi)
-
     def last(self) -> Any | None:
         """One row per group of the task's log records (None when it had none)."""
-        if not self._groups:
+        if not self._parts:
             return None
-        keys = list(self._groups)
-        columns: dict[str, list[Any]] = {name: [None] * len(keys) for name in READ}
-        for i, name in enumerate(COUNTED_BY):
-            columns[name] = [k[i] for k in keys]
-        values = list(self._groups.values())
-        arrays = [pa.array(columns[name], _TYPES[name]) for name in READ]
-        arrays += [pa.array([v[j] for v in values], pa.int64()) for j in range(3)]
+        groups = _grouped(pa.concat_tables(self._parts), [
+            ("offset_count", "sum"), ("offset_min", "min"), ("offset_max", "max")]).combine_chunks()
+
+        def column(name: str) -> Any:
+            return groups.column(name).chunk(0)
+
+        arrays = [column(name) if name in COUNTED_BY else pa.nulls(groups.num_rows, _TYPES[name]) for name in READ]
+        arrays += [column(c) for c in ("offset_count_sum", "offset_min_min", "offset_max_max")]
         return pa.RecordBatch.from_arrays(arrays, schema=_SCHEMA)
+
+
+def _grouped(table: Any, aggregates: list[Any]) -> Any:
+    return table.group_by(list(COUNTED_BY), use_threads=False).aggregate(aggregates)

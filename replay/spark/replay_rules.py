@@ -151,14 +151,15 @@ def _ranked_copies(good: DataFrame, pref: list[Column], keep: Callable[[DataFram
     key = ["cluster_id", "offset"]
     shared = keep(good.groupBy(*key).agg(F.count(F.lit(1)).alias("_n")).where("_n > 1").drop("_n"), "shared_offsets")
     by_offset = Window.partitionBy(*key).orderBy(F.col("leader_epoch").desc(), *pref)
-    alone = good.join(shared, key, "left_anti").select(
-        *_RESOLVED_COLUMNS, "is_text", "content_hash", F.lit(1).alias("_rank"),
-        F.col("leader_epoch").alias("_w_epoch"), F.col("is_text").alias("_w_text"),
-        F.col("source_file").alias("_w_src"), F.col("content_hash").alias("_w_hash"))
-    ranked = good.join(shared, key, "left_semi").select(
-        *_RESOLVED_COLUMNS, "is_text", "content_hash", F.row_number().over(by_offset).alias("_rank"),
-        F.first("leader_epoch").over(by_offset).alias("_w_epoch"), F.first("is_text").over(by_offset).alias("_w_text"),
-        F.first("source_file").over(by_offset).alias("_w_src"), F.first("content_hash").over(by_offset).alias("_w_hash"))
+    winner = {"_w_epoch": "leader_epoch", "_w_text": "is_text", "_w_src": "source_file", "_w_hash": "content_hash"}
+
+    def with_rank(rows: DataFrame, rank: Column, of_winner: Callable[[str], Column]) -> DataFrame:
+        return rows.select(*_RESOLVED_COLUMNS, "is_text", "content_hash", rank.alias("_rank"),
+                           *[of_winner(c).alias(name) for name, c in winner.items()])
+
+    alone = with_rank(good.join(shared, key, "left_anti"), F.lit(1), F.col)
+    ranked = with_rank(good.join(shared, key, "left_semi"), F.row_number().over(by_offset),
+                       lambda c: F.first(c).over(by_offset))
     return alone.unionByName(ranked)
 
 

@@ -586,8 +586,8 @@ class Lake:
         """The clusters with a replayed history, as one SQL array (the SQL functions' check for an unknown cluster):
         the keys of the map by which `source` filters the replay tables, so a question that reads one computes it
         once and reads no other table for the check (a warm acl_state_at on the 2M benchmark lake, medians of 14
-        questions: 5 Spark jobs and 379-453 ms against 7 and 494-550 ms reading `log_coverage`, same hour). A lake written before replay tags: the clusters
-        its `log_coverage` holds."""
+        questions: 5 Spark jobs and 379-453 ms against 7 and 494-550 ms reading `log_coverage`, same hour). A lake
+        written before replay tags: the clusters its `log_coverage` holds."""
         if not self._tagged(LOG_COVERAGE):
             return covered_clusters_sql(self.source(LOG_COVERAGE))
         return f"map_keys({self._shown_sql()})"
