@@ -31,6 +31,7 @@ here, and the tests hold the two to each other. The steps:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -149,18 +150,43 @@ def _ranked_copies(good: DataFrame, pref: list[Column], keep: Callable[[DataFram
     row is its own offset's winner. Ranking every record (2M: a sort of all the wide rows) took 8.9-9.8 s and 16-18 s
     of JVM CPU against 7.7-8.3 s and 14-15 s (warm, one session, 2026-12-05)."""
     key = ["cluster_id", "offset"]
-    shared = keep(good.groupBy(*key).agg(F.count(F.lit(1)).alias("_n")).where("_n > 1").drop("_n"), "shared_offsets")
+    shared = keep(_offsets_held_twice(good), "shared_offsets")
     by_offset = Window.partitionBy(*key).orderBy(F.col("leader_epoch").desc(), *pref)
     winner = {"_w_epoch": "leader_epoch", "_w_text": "is_text", "_w_src": "source_file", "_w_hash": "content_hash"}
 
-    def with_rank(rows: DataFrame, rank: Column, of_winner: Callable[[str], Column]) -> DataFrame:
-        return rows.select(*_RESOLVED_COLUMNS, "is_text", "content_hash", rank.alias("_rank"),
-                           *[of_winner(c).alias(name) for name, c in winner.items()])
+    def with_rank(rows: DataFrame, rank: Column, of_winner: Callable[[str], Column],
+                  own: Callable[[str], Column] = F.col) -> DataFrame:
+        return rows.select(*_RESOLVED_COLUMNS, *[own(c).alias(c) for c in ("is_text", "content_hash")],
+                           rank.alias("_rank"), *[of_winner(c).alias(name) for name, c in winner.items()])
 
-    alone = with_rank(good.join(shared, key, "left_anti"), F.lit(1), F.col)
+    def unused(c: str) -> Column:
+        return F.lit(None).cast(rows_schema[c].dataType)
+
+    rows_schema = good.schema
+    # a copy alone at its offset is its winner and no loser: the columns losers are compared by stay empty (nulls
+    # cost nothing to write; at 10M records they were a fifth of the staged bytes)
+    alone = with_rank(good.join(shared, key, "left_anti"), F.lit(1), unused, unused)
     ranked = with_rank(good.join(shared, key, "left_semi"), F.row_number().over(by_offset),
                        lambda c: F.first(c).over(by_offset))
     return alone.unionByName(ranked)
+
+
+def _offsets_held_twice(copies: DataFrame) -> DataFrame:
+    """(cluster_id, offset) of the offsets that more than one of `copies` holds (an offset without a value is never
+    one: it matches no other).
+
+    Counting the rows of every offset is a shuffle of every record to find a few offsets, or none. So first, per
+    range of offsets (a bitmap's bucket, 32,768 offsets), the rows are counted against their distinct offsets (the
+    range's bitmap, merged before the shuffle: one row per range and task crosses it); only the rows of ranges that
+    hold an offset twice are counted per offset, and when there are none, adaptive execution skips that scan."""
+    known = copies.where(F.col("offset").isNotNull()).select(
+        "cluster_id", "offset", F.bitmap_bucket_number("offset").alias("_range"))
+    twice = (known.groupBy("cluster_id", "_range")
+             .agg(F.count(F.lit(1)).alias("_rows"),
+                  F.bitmap_count(F.bitmap_construct_agg(F.bitmap_bit_position("offset"))).alias("_offsets"))
+             .where(F.col("_rows") > F.col("_offsets")).select("cluster_id", "_range"))
+    return (known.join(F.broadcast(twice), ["cluster_id", "_range"], "left_semi")
+            .groupBy("cluster_id", "offset").agg(F.count(F.lit(1)).alias("_n")).where("_n > 1").drop("_n"))
 
 
 def _epoch_starts(copies: DataFrame) -> DataFrame:
@@ -463,14 +489,16 @@ def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends
     offsets in no dump, and the Ends of transactions that span a hole, after the id's previous observation)."""
     by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
     prev_q = snaps.select("cluster_id", (F.col("idx") + 1).alias("sidx"), F.col("q").alias("_prev_q"))
-    t = (obs.withColumn("_bkey", _binding_key())
-         .select("*", F.lag("op").over(by_id).alias("_p_op"), F.lag("pos").over(by_id).alias("_p_pos"),
-                 F.lag("_bkey").over(by_id).alias("_p_bkey"),
-                 *[F.lag(c).over(by_id).alias("_p_" + c) for c in _ACL_FIELDS])
+    # the binding compared field by field with the previous one: a key made of the fields would be carried twice
+    # more through the window and the staged rows, which are mostly these strings
+    same = functools.reduce(Column.__and__, [F.col(c).eqNullSafe(F.col("_p_" + c)) for c in _ACL_FIELDS],
+                            F.col("_p_op").isNotNull())
+    t = (obs.select("*", F.lag("op").over(by_id).alias("_p_op"), F.lag("pos").over(by_id).alias("_p_pos"),
+                    *[F.lag(c).over(by_id).alias("_p_" + c) for c in _ACL_FIELDS])
          .join(prev_q, ["cluster_id", "sidx"], "left")
          .withColumn("_prev_q", F.coalesce("_prev_q", F.lit(-1)))
          .withColumn("_was_live", F.coalesce(F.col("_p_op").isin("CREATE", "PRESENT"), F.lit(False)))
-         .withColumn("_same", F.col("_p_bkey").eqNullSafe(F.col("_bkey"))))
+         .withColumn("_same", same))
     # where a snapshot-shown change lies: offsets in no dump after the id's previous observation
     reveals = (F.col("kind") == 1) & ((F.col("op") == "ABSENT") | ((F.col("op") == "PRESENT") & ~(
         F.col("_was_live") & F.col("_same"))))
