@@ -66,7 +66,7 @@ _UNBOUNDED = Window.unboundedPreceding
 
 # The resolved log's columns that later steps read (runs, transactions, the time index, resume points).
 _RESOLVED_COLUMNS = ["cluster_id", "offset", "leader_epoch", "append_time", "source_file", "file_position",
-                     "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id", *_ACL_FIELDS]
+                     "batch_base_offset", "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id", *_ACL_FIELDS]
 
 
 def _anomaly(df: DataFrame, kind: ProblemKind, offset: Column | str, source_file: Column | str | None,
@@ -671,28 +671,39 @@ def gap_anomalies(coverage: DataFrame, snaps: DataFrame) -> DataFrame:
                     filled(msg.GAP, start="start_offset", end="end_offset", tail=tail))
 
 
-def offset_times(resolved: DataFrame, ranges: DataFrame, snaps: DataFrame) -> DataFrame:
+def offset_times(resolved: DataFrame, ranges: DataFrame, snaps: DataFrame,
+                 keep: Callable[[DataFrame, str], DataFrame] = lambda df, _: df) -> DataFrame:
     """The time index: per batch its last offset (when that offset is in the resolved log) and append time; per
     snapshot its last contained offset and header time; the greatest time where several meet.
 
-    Every row carries its batch's last offset and append time, so no batch is grouped: a row at its batch's last
-    offset is that batch's entry as it is, and only rows before their batch's end (a minority: NoOps and most
-    records are alone or last in their batch) are looked up in the log's runs (`ranges`, a few rows per cluster)
-    and cut to one per batch, for a batch whose last record lost its offset, lay past the high watermark or was
-    truncated."""
+    Every row carries its batch's last offset and append time, so a row at its batch's last offset is that batch's
+    entry as it is. Nearly every entry is such a row, alone at its offset: it is written as it is, with no shuffle
+    (grouping every entry by offset was half of this step's cost). The other entries are few and kept (`keep`, so
+    that the join below knows how few): the snapshots', and those of batches whose last record did not win its
+    offset from the same copy (it lost its offset, lay past the high watermark, was truncated, or another copy won
+    there) when that offset is in the log's runs (`ranges`). Only the rows at their offsets meet them in a group."""
     at_end = F.col("offset") == F.col("batch_last_offset")
     own = resolved.where(at_end).select("cluster_id", "offset", F.col("append_time").alias("time"))
+    # rows of batches of more than one offset (a one-offset batch's row is at its end): per copy of a batch,
+    # whether its last record is in the resolved log from that copy, in which case `own` holds its entry
+    one_offset = F.coalesce(at_end & (F.col("batch_base_offset") == F.col("batch_last_offset")), F.lit(False))
+    cut = (resolved.where(~one_offset & F.col("batch_last_offset").isNotNull())
+           .groupBy("cluster_id", "source_file", "file_position", "batch_last_offset", "append_time")
+           .agg(F.max(F.coalesce(at_end, F.lit(False))).alias("_ended"))
+           .where(~F.col("_ended"))
+           .select("cluster_id", F.col("batch_last_offset").alias("offset"), F.col("append_time").alias("time")))
     runs = F.broadcast(ranges.select(F.col("cluster_id").alias("_rc"), F.col("start_offset").alias("_rs"),
                                      F.col("end_offset").alias("_re")))
-    inside = (resolved.where(~at_end)
-              .select("cluster_id", F.col("batch_last_offset").alias("offset"), F.col("append_time").alias("time"))
-              .distinct())
-    inside = inside.join(runs, (F.col("cluster_id") == F.col("_rc"))
-                         & F.col("offset").between(F.col("_rs"), F.col("_re")), "left_semi")
+    cut = cut.join(runs, (F.col("cluster_id") == F.col("_rc")) & F.col("offset").between(F.col("_rs"), F.col("_re")),
+                   "left_semi")
     points = snaps.where(F.col("snap_time").isNotNull()).select("cluster_id", F.col("q").alias("offset"),
                                                                F.col("snap_time").alias("time"))
-    return (own.unionByName(inside).unionByName(points)
-            .groupBy("cluster_id", "offset").agg(F.max("time").alias("time")))
+    others = keep(cut.unionByName(points), "time_index_others")
+    key = ["cluster_id", "offset"]
+    met = others.select(*key).distinct()
+    return (own.join(met, key, "left_anti")
+            .unionByName(own.join(met, key, "left_semi").unionByName(others)
+                         .groupBy(*key).agg(F.max("time").alias("time"))))
 
 
 def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: int | None = None,
@@ -750,7 +761,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         "acl_history": history,
         "log_coverage": coverage,
         "anomalies": anomalies,
-        "offset_times": offset_times(resolved, ranges, snaps),
+        "offset_times": offset_times(resolved, ranges, snaps, keep),
     }
     return frames, {"resolved": resolved, "snapshots": snaps, "gaps": gaps, "last": last}
 
