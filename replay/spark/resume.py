@@ -145,30 +145,19 @@ def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, 
          high_watermark: int | None, full: bool) -> dict[str, Plan]:
     """Decide per cluster: incremental from its stored resume point, full, or nothing to do.
 
-    Reads per ingest of each cluster that may resume (a finished replay before, no full replay or high watermark
-    asked) the least offset it brought (a scan of a few bronze columns, grouped: one row per ingest reaches the
-    driver); of the others only which ingests it holds (one column, where the bounds read six of every record)."""
+    Reads per ingest of each cluster the least offset it brought (a scan of a few bronze columns, grouped: one row
+    per ingest reaches the driver)."""
     c = F.col
     snap_q = F.when((c("stream") == "snapshot") & (c("snapshot_end_offset") > 0), c("snapshot_end_offset") - 1)
     per_ingest: dict[str, dict[str, dict[str, Any]]] = {cl: {} for cl in clusters}
-    resumable = [cl for cl in clusters if not full and high_watermark is None
-                 and (states.get(cl) or {}).get("status") == "done"]
-    others = [cl for cl in clusters if cl not in resumable]
-    found: list[Any] = []
-    if resumable:
-        rec = records.where(c("cluster_id").isin(resumable)).groupBy("cluster_id", "ingest_id").agg(
-            F.min(F.when(c("stream") == "log", c("offset"))).alias("log_min"), F.min(snap_q).alias("snap_min"),
-            F.max(F.when(c("stream") == "log", c("offset"))).alias("log_max"),
-            F.sum(F.when((c("stream") == "log") & c("api_key").isin(*_MARKERS) & ~c("is_control"), 1).otherwise(0))
-            .alias("markers"))
-        qua = quarantine.where(c("cluster_id").isin(resumable)).groupBy("cluster_id", "ingest_id").agg(
-            F.min("offset").alias("problem_min"),
-            F.sum(F.when(c("offset").isNull(), 1).otherwise(0)).alias("no_offset"))
-        found += rec.collect() + qua.collect()
-    if others:
-        held = [t.where(c("cluster_id").isin(others)).select("cluster_id", "ingest_id") for t in (records, quarantine)]
-        found += held[0].unionByName(held[1]).distinct().collect()
-    for r in found:
+    rec = records.groupBy("cluster_id", "ingest_id").agg(
+        F.min(F.when(c("stream") == "log", c("offset"))).alias("log_min"), F.min(snap_q).alias("snap_min"),
+        F.max(F.when(c("stream") == "log", c("offset"))).alias("log_max"),
+        F.sum(F.when((c("stream") == "log") & c("api_key").isin(*_MARKERS) & ~c("is_control"), 1).otherwise(0))
+        .alias("markers"))
+    qua = quarantine.groupBy("cluster_id", "ingest_id").agg(
+        F.min("offset").alias("problem_min"), F.sum(F.when(c("offset").isNull(), 1).otherwise(0)).alias("no_offset"))
+    for r in rec.collect() + qua.collect():
         per_ingest[r["cluster_id"]].setdefault(r["ingest_id"], {}).update(
             {k: v for k, v in r.asDict().items() if k not in ("cluster_id", "ingest_id")})
 
