@@ -37,3 +37,25 @@ def test_offsets_held_twice_are_those_counted_more_than_once(spark: Any, seed: i
     got = sorted(tuple(r) for r in _offsets_held_twice(df).collect())
     want = sorted(k for k, n in collections.Counter(r for r in rows if r[1] is not None).items() if n > 1)
     assert got == want
+
+
+def test_the_plan_gives_every_replay_the_span_of_offsets_it_reads(spark: Any) -> None:
+    """The span decides whether running values are split into offset ranges (`replay_rules._bucket_size`): a plan
+    that left it at 0 would run them as windows over a cluster's whole history in one task, with the same answers,
+    so no answer-checking test would notice."""
+    from replay.spark.resume import plan
+
+    records = spark.createDataFrame(
+        [("a", "i1", "log", o, None, 12, False) for o in range(100, 160)]
+        + [("a", "i1", "snapshot", None, 120, None, False), ("a", "i2", "log", 900, None, 12, False)],
+        "cluster_id string, ingest_id string, stream string, offset long, snapshot_end_offset long, api_key int, "
+        "is_control boolean")
+    quarantine = spark.createDataFrame([], "cluster_id string, ingest_id string, offset long")
+    first = plan(records, quarantine, {}, ["a"], None, False)["a"]
+    full = plan(records, quarantine, {}, ["a"], None, True)["a"]
+    assert (first.resume_offset, first.span, first.ingest_ids) == (None, 800, ["i1", "i2"])
+    assert (full.resume_offset, full.span) == (None, 800)
+    state = {"status": "done", "ingest_ids": ["i1"], "resume_offset": 119, "high_watermark": None,
+             "hole_since_marker": False}
+    resumed = plan(records, quarantine, {"a": state}, ["a"], None, False)["a"]
+    assert (resumed.resume_offset, resumed.span) == (119, 781)
