@@ -517,6 +517,7 @@ def plot(results: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     series = (("pipeline_seconds", "ours: ingest + replay", "tab:red"),
+              ("main_job_seconds", "ours: kraft-replay ingest (one process)", "tab:brown"),
               ("ingest_seconds", "ours: ingest --no-replay", "tab:orange"),
               ("replay_seconds", "ours: replay", "tab:purple"),
               ("acls_path_seconds", "ours: acls PATH (no Spark)", "tab:green"),
