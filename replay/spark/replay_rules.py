@@ -66,7 +66,8 @@ _UNBOUNDED = Window.unboundedPreceding
 
 # The resolved log's columns that later steps read (runs, transactions, the time index, resume points).
 _RESOLVED_COLUMNS = ["cluster_id", "offset", "leader_epoch", "append_time", "source_file", "file_position",
-                     "batch_base_offset", "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id", *_ACL_FIELDS]
+                     "batch_base_offset", "batch_last_offset", "is_control", "api_key", "decode_error", "acl_id",
+                     *_ACL_FIELDS]
 
 
 def _anomaly(df: DataFrame, kind: ProblemKind, offset: Column | str, source_file: Column | str | None,
