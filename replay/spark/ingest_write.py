@@ -25,7 +25,7 @@ from pyspark.sql.window import Window
 from replay.spark.frames import join_null_safe
 from replay.spark.ingest_report import IngestReport
 from replay.spark.ingest_summary import COPY_KEY, SNAPSHOT_ID, Copy, copies_to_drop
-from replay.spark.session import CONCURRENT_WRITERS
+from replay.spark.session import CONCURRENT_WRITERS, NO_DICTIONARY
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake, sql_string
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -124,8 +124,8 @@ def own_session(spark: SparkSession) -> SparkSession:
         own = spark
     with contextlib.suppress(Exception):  # MERGE would otherwise funnel a cluster's rows (one partition) into one task
         own.conf.set("spark.databricks.delta.merge.repartitionBeforeWrite.enabled", "false")
-    for key, value in CONCURRENT_WRITERS.items():  # a session we did not start (Databricks) too: see the constant
-        with contextlib.suppress(Exception):
+    for key, value in {**CONCURRENT_WRITERS, **NO_DICTIONARY}.items():  # a session we did not start (Databricks)
+        with contextlib.suppress(Exception):                               # too: see the constants
             own.conf.set(key, value)
     return own
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import os
 from typing import Any
 
 import pytest
@@ -78,6 +80,28 @@ def test_the_session_keeps_little_of_finished_work(spark: Any) -> None:
     for key, value in settings.items():
         assert conf.get(key) == value, key
     assert spark.sparkContext._jvm.org.apache.spark.SparkEnv.get().memoryManager().pageSizeBytes() == 2 * 1024**2
+
+
+@pytest.mark.spark
+def test_columns_of_nearly_unique_values_are_written_without_a_dictionary(spark: Any, tmp_path: Any) -> None:
+    """`NO_DICTIONARY`: in a session `get_spark` starts, and in the ingest's own session on any session, Parquet
+    writes those columns without trying a dictionary (here it would keep one: ten values over 3,000 rows) and
+    still tries one for the others."""
+    from pyarrow import parquet as pq
+
+    from replay.spark.ingest_write import own_session
+
+    assert own_session(spark).conf.get("parquet.enable.dictionary#offset") == "false"
+    assert S.local_conf("local[2]", "app", "1g")["spark.hadoop.parquet.enable.dictionary#content_hash"] == "false"
+    path = str(tmp_path / "t")
+    (spark.range(3000).selectExpr("id % 10 AS offset", "unhex(hex(id % 10)) AS content_hash",
+                                  "cast(id % 10 AS string) AS stream")
+     .coalesce(1).write.format("delta").save(path))
+    [file] = glob.glob(os.path.join(path, "*.parquet"))
+    group = pq.ParquetFile(file).metadata.row_group(0)
+    kept = {group.column(i).path_in_schema: bool({"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & set(group.column(i).encodings))
+            for i in range(group.num_columns)}
+    assert kept == {"offset": False, "content_hash": False, "stream": True}
 
 
 @pytest.mark.spark
