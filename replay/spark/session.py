@@ -65,6 +65,13 @@ WORK_JVM_ENV = "KRAFT_REPLAY_JVM_OPTIONS"
 # the benchmark's 2M log, ingest + replay: 114-131 s and 191-219 s of CPU against 136-137 s and 243-244 s
 # (`bench/README.md`). Spark's generated code, where the rows are worked on, lost nothing measurable.
 WORK_JVM_OPTIONS = "-XX:MaxInlineLevel=3 -XX:InlineSmallCode=500 -XX:FreqInlineSize=50"
+# And the parallel collector rather than G1: on two cores G1's concurrent threads compete with the work for the
+# cores, and its heap grew further. Full replays of the benchmark's 10M lake, one after the other (2026-12-06, load
+# 3.2-3.4): 119 s, 214 s of CPU and a 3.6 GiB driver against 140 s, 255 s and 4.4 GiB; at 1M, four alternating:
+# 52.9-53.1 s against 54.8-57.9 s (the serial collector 57.6-58.9 s). Kept apart from `WORK_JVM_OPTIONS` so that
+# a JVM given a collector of its own (the test suite's) can still take the inlining limits.
+WORK_GC_OPTIONS = "-XX:+UseParallelGC"
+WORK_DRIVER_OPTIONS = f"{WORK_JVM_OPTIONS} {WORK_GC_OPTIONS}"
 # What the driver keeps of finished work for the Spark UI (kept whether the UI runs or not): by default 1,000 jobs,
 # 1,000 stages, 100,000 tasks and 1,000 SQL executions with their plans and metrics, and the graph of every job. A
 # replay runs about 150 jobs, so a long session (a notebook, `watch`, the test suite) fills all of it and then prunes
@@ -241,9 +248,9 @@ def _is_loopback_master(master: str) -> bool:
 
 def driver_jvm_options(quick: bool = False) -> str:
     """The driver JVM's options: for a short-lived session (`quick`) `$KRAFT_REPLAY_QUICK_JVM_OPTIONS` when set, else
-    `QUICK_JVM_OPTIONS`; for one doing long work `$KRAFT_REPLAY_JVM_OPTIONS` when set, else `WORK_JVM_OPTIONS`. An
-    empty variable: the JVM's defaults."""
-    env, default = (QUICK_JVM_ENV, QUICK_JVM_OPTIONS) if quick else (WORK_JVM_ENV, WORK_JVM_OPTIONS)
+    `QUICK_JVM_OPTIONS`; for one doing long work `$KRAFT_REPLAY_JVM_OPTIONS` when set, else `WORK_DRIVER_OPTIONS`.
+    An empty variable: the JVM's defaults."""
+    env, default = (QUICK_JVM_ENV, QUICK_JVM_OPTIONS) if quick else (WORK_JVM_ENV, WORK_DRIVER_OPTIONS)
     return os.environ.get(env, default).strip()
 
 

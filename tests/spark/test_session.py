@@ -42,15 +42,16 @@ def test_a_driver_gets_the_quick_or_the_long_work_jvm_options_unless_told_otherw
     monkeypatch.delenv(S.QUICK_JVM_ENV, raising=False)
     monkeypatch.delenv(S.WORK_JVM_ENV, raising=False)
     monkeypatch.setenv(class_archive.ENV, "off")  # the class archive's options apart (the test below)
-    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_JVM_OPTIONS
+    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_DRIVER_OPTIONS
     assert "-XX:MaxInlineLevel=3" in S.WORK_JVM_OPTIONS and "TieredStopAtLevel" not in S.WORK_JVM_OPTIONS
+    assert S.WORK_DRIVER_OPTIONS.split() == [*S.WORK_JVM_OPTIONS.split(), "-XX:+UseParallelGC"]
     assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == S.QUICK_JVM_OPTIONS
     assert "-XX:TieredStopAtLevel=1" in S.QUICK_JVM_OPTIONS
     monkeypatch.setenv(S.QUICK_JVM_ENV, "-Xss4m")
     assert S.local_conf("local[2]", "app", "1g", quick=True)["spark.driver.extraJavaOptions"] == "-Xss4m"
     monkeypatch.setenv(S.QUICK_JVM_ENV, "")  # empty: the JVM's defaults
     assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g", quick=True)
-    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_JVM_OPTIONS  # its own
+    assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_DRIVER_OPTIONS  # its own
     monkeypatch.setenv(S.WORK_JVM_ENV, "-Xss8m")
     assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == "-Xss8m"
     monkeypatch.setenv(S.WORK_JVM_ENV, "")
