@@ -67,7 +67,7 @@ WORK_JVM_ENV = "KRAFT_REPLAY_JVM_OPTIONS"
 WORK_JVM_OPTIONS = "-XX:MaxInlineLevel=3 -XX:InlineSmallCode=500 -XX:FreqInlineSize=50"
 # And the parallel collector rather than G1: on two cores G1's concurrent threads compete with the work for the
 # cores, and its heap grew further. Full replays of the benchmark's 10M lake, one after the other (2026-12-06, load
-# 3.2-3.4): 119 s, 214 s of CPU and a 3.6 GiB driver against 140 s, 255 s and 4.4 GiB; at 1M, four alternating:
+# 3.2-3.4): 119 s, 214 s of CPU and a 3.6 GiB driver against 140 s, 255 s and 4.4 GiB; at 1M, twice each way:
 # 52.9-53.1 s against 54.8-57.9 s (the serial collector 57.6-58.9 s). Kept apart from `WORK_JVM_OPTIONS` so that
 # a JVM given a collector of its own (the test suite's) can still take the inlining limits.
 WORK_GC_OPTIONS = "-XX:+UseParallelGC"
