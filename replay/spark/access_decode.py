@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from replay.kafka.acl import AclBinding
 from replay.kafka.authorizer_log import LineProblem, parse_zone, read_stream
-from replay.spark.ingest_decode import PlannedFile, planned_streams
+from replay.spark.ingest_decode import PlannedFile, planned_streams, round_robin
 
 ACL_FIELD_NAMES = list(AclBinding.__dataclass_fields__)
 _STR, _LONG, _INT, _BIN = pa.string(), pa.int64(), pa.int32(), pa.binary()
@@ -88,9 +88,10 @@ def _unreadable(entry: PlannedFile, broker: str | None, error: Exception) -> tup
 def make_log_reader(plan: list[PlannedFile], partitions: int, broker: str | None, zone_name: str
                     ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The mapInArrow function for files executors open themselves: partition i reads files i, i+P, i+2P..."""
+    tasks = round_robin(plan, partitions)
 
     def read(batches: Iterator[Any]) -> Iterator[Any]:
-        for entry, stream, error in planned_streams(batches, plan, partitions):
+        for entry, stream, error in planned_streams(batches, tasks):
             if stream is None:
                 yield _batch([_unreadable(entry, broker, cast(Exception, error))])
             else:

@@ -49,7 +49,7 @@ from replay import progress as progress_ui
 from replay.kafka import native
 from replay.kafka.model import ProblemKind
 from replay.spark.ingest_decode import PlannedFile, make_content_decoder, make_stream_decoder
-from replay.spark.ingest_plan import DEFAULT_SPLIT_BYTES, plan_files, split_for_cores, split_plan
+from replay.spark.ingest_plan import DEFAULT_SPLIT_BYTES, pack_tasks, plan_files, split_for_cores, split_plan
 from replay.spark.ingest_report import IngestError, IngestReport, StrictIngestError
 from replay.spark.ingest_rows import DECODED_FIELDS
 from replay.spark.ingest_summary import rows_per_copy, summarise, summary_rows
@@ -76,16 +76,13 @@ def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = No
     """A DataFrame of `DECODED_SCHEMA` rows for the planned entries (files or pieces), or with `summary` of the
     summary pass's `SUMMARY_SCHEMA` rows (`ingest_summary_rows`); nothing runs until an action."""
     schema = SUMMARY_SCHEMA if summary else DECODED_SCHEMA
-    direct = sorted((f for f in plan if f.open_with != "spark"), key=lambda f: -f.size)  # big ones start first
+    direct = [f for f in plan if f.open_with != "spark"]
     via_spark = {f.uri: f for f in plan if f.open_with == "spark"}
     frames: list[DataFrame] = []
     if direct:
-        partitions = min(len(direct), 4096)
-        frames.append(
-            spark.range(0, partitions, 1, partitions).mapInArrow(
-                make_stream_decoder(direct, partitions, counters, summary), schema
-            )
-        )
+        tasks = pack_tasks(direct, _cores(spark))
+        frames.append(spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
+            make_stream_decoder(tasks, counters, summary), schema))
     if via_spark:
         content = spark.read.format("binaryFile").load(list(via_spark)).select("path", "content")
         frames.append(content.mapInArrow(make_content_decoder(via_spark, counters, summary), schema))
@@ -226,8 +223,11 @@ def ingest(
     # The compiled decoder decodes faster than Spark caches its rows: the summary's pass and the write's decode
     # each file again (10M records: 130 s and a 2.9 GiB peak against 145 s and 3.5 GiB with the rows cached on disk)
     cached = not native.enabled() and persist_decoded(decoded, total)
-    # the summary's pass reads the cached rows, or decodes again into just the rows it needs (`ingest_summary_rows`)
+    # the summary's pass reads the cached rows, or decodes again into just the rows it needs (`ingest_summary_rows`);
+    # then the write's tasks need not count or tally (`ingest_tally`) again: the summary's pass did
     summarised = summary_rows(decoded) if cached else decode_plan(spark, parts, counters, summary=True)
+    if not cached:
+        decoded = decode_plan(spark, parts)
     try:
         if counters is not None:
             def read() -> tuple[float, str]:
@@ -309,7 +309,7 @@ def ingest(
         if report.records:
             progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
             with step(spark, f"ingest: write {METADATA_RECORDS}"):
-                # the tallies, read right after the summary's pass: a later pass (no cache) would add to them
+                # the tallies of the summary's pass (`tallies`, read right after it)
                 unique = tallies is not None and no_repeated_keys(tallies, rows_per_copy(summary))
                 report.records_new = write_records(spark, lake, decoded, report, copies, summary, unique)
         if report.problems:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import posixpath
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, cast
 
@@ -331,15 +331,19 @@ def _last(buf: RowBuffer, tally: OffsetTally | None, counters: Any, counts: LogC
         counters[2].add(tally.tallies())
 
 
-def planned_streams(batches: Iterator[Any], plan: list[PlannedFile], partitions: int
+def round_robin(plan: Sequence[PlannedFile], partitions: int) -> list[list[PlannedFile]]:
+    """The entries per task when task i takes entries i, i+P, i+2P... of `plan`."""
+    return [list(plan[i::partitions]) for i in range(partitions)]
+
+
+def planned_streams(batches: Iterator[Any], tasks: Sequence[Sequence[PlannedFile]]
                     ) -> Iterator[tuple[PlannedFile, IO[bytes] | None, Exception | None]]:
-    """Inside a `spark.range(P)` task: for each partition id i of its batches, plan entries i, i+P, i+2P... opened
-    as executors open them: (entry, stream, None), or (entry, None, the error) when it cannot be opened. Each stream
-    is closed once the caller moves on."""
+    """Inside a `spark.range(len(tasks))` task: for each partition id i of its batches, the entries of `tasks[i]`
+    opened as executors open them: (entry, stream, None), or (entry, None, the error) when it cannot be opened. Each
+    stream is closed once the caller moves on."""
     for arrow_batch in batches:
         for part in arrow_batch.column("id").to_pylist():
-            for index in range(int(part), len(plan), partitions):
-                entry = plan[index]
+            for entry in tasks[int(part)]:
                 try:
                     stream = open_planned(entry)
                 except Exception as e:
@@ -351,14 +355,15 @@ def planned_streams(batches: Iterator[Any], plan: list[PlannedFile], partitions:
                     stream.close()
 
 
-def make_stream_decoder(plan: list[PlannedFile], partitions: int, counters: Any, summary: bool = False
+def make_stream_decoder(tasks: Sequence[Sequence[PlannedFile]], counters: Any, summary: bool = False
                         ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The mapInArrow function for files executors open themselves: partition i decodes files i, i+P, i+2P...
-    `summary`: it makes the summary pass's rows (`ingest_summary_rows`), not the decoded rows."""
+    """The mapInArrow function for files executors open themselves: partition i decodes the entries of `tasks[i]`
+    (`ingest_plan.pack_tasks`). `summary`: it makes the summary pass's rows (`ingest_summary_rows`), not the decoded
+    rows."""
 
     def decode(batches: Iterator[Any]) -> Iterator[Any]:
         buf, tally, counts = RowBuffer(), _tally_for(counters), LogCounts() if summary else None
-        for entry, stream, error in planned_streams(batches, plan, partitions):
+        for entry, stream, error in planned_streams(batches, tasks):
             if stream is None:
                 yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf, tally, counts)
             else:

@@ -269,3 +269,45 @@ def split_for_cores(plan: list[PlannedFile], split_bytes: int, cores: int) -> in
     per_core = -(-splittable // max(cores, 1))
     return min(split_bytes, max(MIN_SPLIT_BYTES, per_core))
 
+
+# Small files are decoded together, up to this many bytes a task: a task costs about 35 ms of scheduling and
+# Python worker time, as much as decoding 4 MB. The realistic 10M log's summary pass (11 segments and 100 snapshots
+# of 0.6 MB) took 9.8-12.2 s in 111 tasks, 5.8-6.6 s in 12-24 (one local[2] session, 2026-12-06).
+TASK_BYTES = 16 * 1024 * 1024
+MAX_TASKS = 4096
+
+
+def pack_tasks(plan: Sequence[PlannedFile], cores: int) -> list[list[PlannedFile]]:
+    """The entries each decoding task takes: an entry of `TASK_BYTES` or more alone; smaller ones together, of one
+    kind and in log order (snapshots by end offset, segments by base offset), so that a task's rows, and so the
+    files it writes, cover one stretch of offsets. Less than `TASK_BYTES` a task when the input is small, so that every core
+    gets work; the biggest tasks first."""
+    total = sum(f.size for f in plan)
+    target = max(1, min(TASK_BYTES, -(-total // (2 * max(cores, 1)))))
+    tasks: list[list[PlannedFile]] = []
+    small: dict[str, list[PlannedFile]] = {}
+    for f in plan:
+        if f.size >= target:
+            tasks.append([f])
+        else:
+            small.setdefault(f.kind, []).append(f)
+    for files in small.values():
+        group: list[PlannedFile] = []
+        size = 0
+        for f in sorted(files, key=_log_order):
+            if group and size + f.size > target:
+                tasks.append(group)
+                group, size = [], 0
+            group.append(f)
+            size += f.size
+        if group:
+            tasks.append(group)
+    tasks.sort(key=lambda t: -sum(f.size for f in t))
+    if len(tasks) > MAX_TASKS:
+        tasks = [[f for t in tasks[i::MAX_TASKS] for f in t] for i in range(MAX_TASKS)]
+    return tasks
+
+
+def _log_order(f: PlannedFile) -> tuple[int, int, str, int]:
+    first = f.snapshot_end_offset if f.snapshot_end_offset is not None else kfiles.first_offset_from_name(f.uri)
+    return (-1 if first is None else first, f.snapshot_epoch or 0, f.uri, f.start)

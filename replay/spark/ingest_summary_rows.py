@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from replay.spark.ingest_rows import DECODED_FIELDS
+from replay.spark.ingest_tally import one_value_each
 
 _TYPES = dict(DECODED_FIELDS)
 # The decoded columns the summary reads: its grouping, the copies' digests, the skipped files' names.
@@ -47,6 +48,14 @@ class LogCounts:
         """The batch's rows that go as they are, in `SUMMARY_FIELDS` (None when there are none); its log records
         are counted."""
         counted = is_counted(batch)
+        if pc.all(counted).as_py() and (key := one_value_each(batch, COUNTED_BY)) is not None:
+            # a chunk of one file's log records (nearly every batch): counted without grouping or copying it
+            offsets = batch.column("offset")
+            self._parts.append(pa.table(
+                [*(pa.array([v], _TYPES[c]) for c, v in zip(COUNTED_BY, key, strict=True)),
+                 pa.array([len(offsets)], pa.int64()), pa.array([pc.min(offsets).as_py()], pa.int64()),
+                 pa.array([pc.max(offsets).as_py()], pa.int64())], names=_GROUPED))
+            return None
         if pc.any(counted).as_py():
             self._parts.append(_grouped(pa.Table.from_batches([batch.filter(counted)]), [
                 ("offset", "count", pc.CountOptions(mode="all")), ("offset", "min"), ("offset", "max")]))
@@ -69,9 +78,16 @@ class LogCounts:
             return groups.column(name).chunk(0)
 
         arrays = [column(name) if name in COUNTED_BY else pa.nulls(groups.num_rows, _TYPES[name]) for name in READ]
-        arrays += [column(c) for c in ("offset_count_sum", "offset_min_min", "offset_max_max")]
+        arrays += [column(c) for c in _GROUPED[len(COUNTED_BY):]]
         return pa.RecordBatch.from_arrays(arrays, schema=_SCHEMA)
 
 
+# A group's row as the task keeps it: its values, then its count, lowest and highest offset.
+_GROUPED = [*COUNTED_BY, "offset_count", "offset_min", "offset_max"]
+
+
 def _grouped(table: Any, aggregates: list[Any]) -> Any:
-    return table.group_by(list(COUNTED_BY), use_threads=False).aggregate(aggregates)
+    """One row per group of `table` (`_GROUPED`: the three `aggregates` give its count, lowest and highest offset)."""
+    grouped = table.group_by(list(COUNTED_BY), use_threads=False).aggregate(aggregates)
+    named = dict(zip([f"{a[0]}_{a[1]}" for a in aggregates], _GROUPED[len(COUNTED_BY):], strict=True))
+    return grouped.rename_columns([named.get(n, n) for n in grouped.column_names]).select(_GROUPED)

@@ -29,8 +29,10 @@ from replay.spark.ingest_decode import PlannedFile, decode_file
 from replay.spark.ingest_plan import (
     DEFAULT_SPLIT_BYTES,
     MIN_SPLIT_BYTES,
+    TASK_BYTES,
     classify_listing,
     local_path_of,
+    pack_tasks,
     split_for_cores,
     split_plan,
 )
@@ -144,6 +146,30 @@ def test_split_keeps_the_cores_busy_without_tiny_pieces() -> None:
     assert split_plan(text, MIN_SPLIT_BYTES) == text
 
 
+def test_small_files_are_decoded_together_in_log_order_and_big_ones_alone() -> None:
+    """A decoding task costs about as much as 4 MB of decoding: files far smaller go together, of one kind and in
+    log order, so that what a task writes covers one stretch of offsets; a small input still gives every core work."""
+    mib = 1 << 20
+
+    def snap(end: int, size: int = mib // 2) -> PlannedFile:
+        return PlannedFile(f"/d/{end:020d}-{2:010d}.checkpoint", size, "snapshot", end, 2)
+
+    segments = [PlannedFile(f"/d/{i * 1000:020d}.log", 64 * mib, "segment") for i in range(3)]
+    snaps = [snap(end) for end in range(100, 10_000, 100)]  # 99 of half a MiB
+    tasks = pack_tasks([*snaps[::-1], *segments], cores=2)
+    assert [len(t) for t in tasks] == [1, 1, 1, 32, 32, 32, 3]
+    assert all(t[0].kind == "segment" for t in tasks[:3])
+    ends = [[f.snapshot_end_offset for f in t] for t in tasks[3:]]
+    assert [e for t in ends for e in t] == list(range(100, 10_000, 100))  # consecutive snapshots per task
+    assert all(sum(f.size for f in t) <= TASK_BYTES for t in tasks[3:])
+    # a small input: at least two tasks a core
+    few = [snap(end, 100) for end in range(1, 9)]
+    assert len(pack_tasks(few, cores=2)) == 4 and len(pack_tasks(few, cores=8)) == 8
+    # kinds apart: a small segment is not decoded with snapshots
+    mixed = pack_tasks([snap(5), PlannedFile("/d/00000000000000000000.log", mib // 2, "segment")], cores=1)
+    assert sorted(t[0].kind for t in mixed) == ["segment", "snapshot"] and all(len(t) == 1 for t in mixed)
+
+
 def _decoded(rows: list[dict[str, Any]]) -> Any:
     """An Arrow batch of decoded rows (`DECODED_FIELDS`), the columns not given null."""
     schema = arrow_schema()
@@ -184,6 +210,34 @@ def test_offset_tallies_prove_that_no_key_repeats_and_nothing_less() -> None:
     assert no_repeated_keys([], {})
 
 
+def test_rising_batches_of_one_copy_are_tallied_by_their_spans() -> None:
+    """A batch of one copy whose offsets rise (a compiled decoder's chunk) is kept as its span: spans apart prove
+    distinct offsets, spans that meet do not (even where two rising stretches only interleave: the shuffle then stays);
+    offsets kept one by one are judged exactly, against the spans too."""
+    log = ("log", None, None, None, None)
+
+    def rows(offsets: list[int | None], source: str = "/d/x.log") -> Any:
+        return _decoded([{"row_type": "R", "stream": "log", "offset": o, "source_file": source} for o in offsets])
+
+    def tally(*batches: Any) -> list[Any]:
+        t = OffsetTally()
+        for b in batches:
+            t.add(b)
+        return t.tallies()
+
+    assert tally(rows([0, 1, 2]), rows([5, 9]), rows([3, 4], "/d/y.log")) == [(log, 7, True, 0, 9)]
+    assert tally(rows([0, 2, 4]), rows([1, 3])) == [(log, 5, False, 0, 4)]  # interleaved: not proven
+    assert tally(rows([0, 1, 2]), rows([9, 7, 5])) == [(log, 6, True, 0, 9)]  # not rising: offset by offset
+    assert tally(rows([0, 1, 2]), rows([9, 7, 1])) == [(log, 6, False, 0, 9)]  # 1 lies in the first span
+    assert tally(rows([0, 1]), rows([7, 7])) == [(log, 4, False, 0, 7)]
+    assert tally(rows([0, None, 2])) == [(log, 3, False, 0, 2)]
+    mixed = _decoded([{"row_type": "R", "stream": "snapshot", "snapshot_end_offset": 9, "snapshot_epoch": 1,
+                       "offset": 0, "source_file": "/d/a.checkpoint"},
+                      {"row_type": "R", "stream": "log", "offset": 0, "source_file": "/d/x.log"}])
+    assert sorted(tally(mixed, rows([1, 2]))) == [(log, 3, True, 0, 2), (("snapshot", 9, 1, "/d/a.checkpoint", None),
+                                                                        1, True, 0, 0)]
+
+
 def test_log_counts_stand_for_the_log_records_they_count() -> None:
     """The summary pass's executors send a task's log records (and records with no stream) as one row per group
     with their count and offset range, across batches and with offsets unknown; every other row goes as it is."""
@@ -205,6 +259,13 @@ def test_log_counts_stand_for_the_log_records_they_count() -> None:
     assert sorted(((r["stream"] or ""), r["_n"], r["_lo"], r["_hi"], r["source_file"]) for r in last.to_pylist()) == [
         ("", 1, None, None, None), ("log", 4, 1, 11, None)]
     assert LogCounts().last() is None
+    # a batch of one file's log records only (the compiled decoder's chunks) is counted without grouping
+    chunked = LogCounts()
+    assert chunked.shape(_decoded([{"row_type": "R", "stream": "log", "offset": o} for o in (4, 5, 6)])) is None
+    assert chunked.shape(_decoded([{"row_type": "R", "stream": "log", "offset": o} for o in (2, None)])) is None
+    counted = chunked.last()
+    assert counted is not None
+    assert [(r["stream"], r["_n"], r["_lo"], r["_hi"]) for r in counted.to_pylist()] == [("log", 5, 2, 6)]
 
 
 def test_record_hash_tells_null_from_empty() -> None:
