@@ -280,8 +280,8 @@ MAX_TASKS = 4096
 def pack_tasks(plan: Sequence[PlannedFile], cores: int) -> list[list[PlannedFile]]:
     """The entries each decoding task takes: an entry of `TASK_BYTES` or more alone; smaller ones together, of one
     kind and in log order (snapshots by end offset, segments by base offset), so that a task's rows, and so the
-    files it writes, cover one stretch of offsets. Less than `TASK_BYTES` a task when the input is small, so that every core
-    gets work; the biggest tasks first."""
+    files it writes, cover one stretch of offsets. Less than `TASK_BYTES` a task when the input is small, so that
+    every core gets work; the biggest tasks first."""
     total = sum(f.size for f in plan)
     target = max(1, min(TASK_BYTES, -(-total // (2 * max(cores, 1)))))
     tasks: list[list[PlannedFile]] = []

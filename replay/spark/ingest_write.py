@@ -138,9 +138,10 @@ def records_source(decoded: DataFrame, cluster: str, ingest_id: str, drop: list[
 
     `unique`: no two rows can share a key (`ingest_tally.no_repeated_keys`), and they are written as the decoding
     tasks made them: a task's rows are one file, a piece of one, or small files of one kind in log order
-    (`ingest_plan.pack_tasks`), so each written file covers one stretch of the log. Otherwise they are range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows
-    (`rows_hint` bounds the rows), with the same property, and the duplicate check runs inside those parts (its key
-    holds stream and offset): the rows are shuffled once."""
+    (`ingest_plan.pack_tasks`), so each written file covers one stretch of the log. Otherwise they are
+    range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows (`rows_hint` bounds the rows),
+    with the same property, and the duplicate check runs inside those parts (its key holds stream and offset): the
+    rows are shuffled once."""
     cols = SCHEMAS[METADATA_RECORDS].fieldNames()
     rows = decoded.filter(F.col("row_type") == "R").withColumns({
         "cluster_id": F.lit(cluster),
