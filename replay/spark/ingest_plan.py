@@ -271,7 +271,7 @@ def split_for_cores(plan: list[PlannedFile], split_bytes: int, cores: int) -> in
 
 
 # Small files are decoded together, up to this many bytes a task: a task costs about 35 ms of scheduling and
-# Python worker time, as much as decoding 4 MB. The realistic 10M log's summary pass (11 segments and 100 snapshots
+# Python worker time, as much as decoding 4 MB. The realistic 10M log's summary pass (11 segments and 99 snapshots
 # of 0.6 MB) took 9.8-12.2 s in 111 tasks, 5.8-6.6 s in 12-24 (one local[2] session, 2026-12-06).
 TASK_BYTES = 16 * 1024 * 1024
 MAX_TASKS = 4096
