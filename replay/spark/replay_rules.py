@@ -493,7 +493,9 @@ def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends
 
     The observations with their predecessors are kept (`keep`) before the places are looked up: the lookups' two
     broadcasts and the final rows each ran the window over every observation again (at 2M records, three sorts of
-    253,420 rows)."""
+    253,420 rows). A snapshot's presence that confirms the id's live binding changes nothing and shows no finding,
+    so it is kept only as the id's last observation (`_last`, whose position `lifetimes` reads): at 10M records
+    most of the observations are such presences (`confirms`)."""
     by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
     prev_q = snaps.select("cluster_id", (F.col("idx") + 1).alias("sidx"), F.col("q").alias("_prev_q"))
     # the binding compared field by field with the previous one: a key made of the fields would be carried twice
@@ -501,14 +503,15 @@ def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends
     same = functools.reduce(Column.__and__, [F.col(c).eqNullSafe(F.col("_p_" + c)) for c in _ACL_FIELDS],
                             F.col("_p_op").isNotNull())
     t = (obs.select("*", F.lag("op").over(by_id).alias("_p_op"), F.lag("pos").over(by_id).alias("_p_pos"),
-                    *[F.lag(c).over(by_id).alias("_p_" + c) for c in _ACL_FIELDS])
+                    *[F.lag(c).over(by_id).alias("_p_" + c) for c in _ACL_FIELDS],
+                    F.lead("pos").over(by_id).isNull().alias("_last"))
          .join(prev_q, ["cluster_id", "sidx"], "left")
          .withColumn("_prev_q", F.coalesce("_prev_q", F.lit(-1)))
          .withColumn("_was_live", F.coalesce(F.col("_p_op").isin("CREATE", "PRESENT"), F.lit(False)))
          .withColumn("_same", same))
+    t = t.where(~confirms() | F.col("_last"))
     # where a snapshot-shown change lies: offsets in no dump after the id's previous observation
-    reveals = (F.col("kind") == 1) & ((F.col("op") == "ABSENT") | ((F.col("op") == "PRESENT") & ~(
-        F.col("_was_live") & F.col("_same"))))
+    reveals = (F.col("kind") == 1) & ((F.col("op") == "ABSENT") | ((F.col("op") == "PRESENT") & ~confirms()))
     stray = (F.col("op") == "REMOVE") & ~F.col("_was_live") & F.col("_p_op").isNull()
     t = (t.withColumn("_p", F.when(reveals | stray, F.when(reveals, F.greatest(F.coalesce("_p_pos", F.lit(-1)),
                                                                               F.col("_prev_q")))
@@ -527,6 +530,11 @@ def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends
                               .withColumn("_reveals", F.lit(False))), key, "left")
             .withColumn("_wmin", F.coalesce("_wmin", "_smin")).withColumn("_wmax", F.coalesce("_wmax", "_smax"))
             .drop("_smin", "_smax"))
+
+
+def confirms() -> Column:
+    """A snapshot's presence of an id live with the same binding: no event, no finding, no bound of a hole."""
+    return (F.col("op") == "PRESENT") & F.col("_was_live") & F.col("_same")
 
 
 def _event_rows(t: DataFrame) -> DataFrame:
@@ -552,7 +560,7 @@ def _event_rows(t: DataFrame) -> DataFrame:
         .unionByName(rows(t.where((op == "REMOVE") & live), "REMOVE", cause, True, pos, pos, F.col("time")))
         .unionByName(rows(t.where(((op == "PRESENT") & live & ~same) | (op == "ABSENT")), "REMOVE", cause, True, lo,
                           hi, snap_time))
-        .unionByName(rows(t.where((op == "PRESENT") & ~(live & same)), "CREATE", cause, False, lo, hi, snap_time))
+        .unionByName(rows(t.where((op == "PRESENT") & ~confirms()), "CREATE", cause, False, lo, hi, snap_time))
     )
 
 
@@ -566,13 +574,14 @@ def number_events(events: DataFrame, size: int | None = None) -> DataFrame:
             .withColumn("exact", F.col("offset_min") == F.col("offset")))
 
 
-def lifetimes(events: DataFrame, obs: DataFrame, last: DataFrame, gaps: DataFrame) -> DataFrame:
-    """One row per lifetime: a create and the next remove of its id; open ones may end in a later hole."""
+def lifetimes(events: DataFrame, t: DataFrame, last: DataFrame, gaps: DataFrame) -> DataFrame:
+    """One row per lifetime: a create and the next remove of its id; open ones may end in a later hole (after the
+    id's last observation, which `transitions` keeps)."""
     by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("seq")
     paired = (events.select("*", *[F.lead(c).over(by_id).alias("_n_" + c) for c in
                                    ("offset", "offset_min", "time", "cause", "change")])
               .where(F.col("change") == "CREATE"))
-    last_seen = obs.groupBy("cluster_id", "acl_id").agg(F.max("pos").alias("_p"))
+    last_seen = t.where(F.col("_last")).groupBy("cluster_id", "acl_id").agg(F.max("pos").alias("_p"))
     open_end = (last_seen.join(last.select("cluster_id", F.col("last_offset").alias("_q")), "cluster_id"))
     open_end = open_end.join(unknown_bounds(open_end, gaps), ["cluster_id", "_p", "_q"]).select(
         "cluster_id", "acl_id", F.col("_wmin").alias("_open_to_min"))
@@ -602,7 +611,7 @@ def acl_anomalies(t: DataFrame, snaps: DataFrame) -> DataFrame:
                        filled(msg.UNKNOWN_REMOVE, acl_id="acl_id",
                               hint=F.when(from_hole, msg.UNKNOWN_REMOVE_FROM_HOLE).otherwise("")))
     contradicts = (F.col("kind") == 1) & F.col("_wmin").isNull() & (
-        (op == "ABSENT") | ((op == "PRESENT") & ~(live & same)))
+        (op == "ABSENT") | ((op == "PRESENT") & ~confirms()))
     cat = (F.when(op == "ABSENT", "only_log").when(live, "changed").otherwise("only_snap"))
     m = (t.where(contradicts).withColumn("_cat", cat)
          .groupBy("cluster_id", "sidx")
@@ -754,7 +763,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         coverage_part = beside.submit(keep, coverage_frame(ranges, snaps, incomplete), "coverage")
         events = keep(number_events(_event_rows(t), size), "events")
         coverage = coverage_part.result()  # log_coverage and the gap anomalies
-    history = lifetimes(events, obs, last, gaps)
+    history = lifetimes(events, t, last, gaps)
     quarantined = quarantine.drop("text_section")
     anomalies = (log_anomalies.unionByName(snap_anomalies).unionByName(txn_anomalies)
                  .unionByName(acl_anomalies(t, snaps)).unionByName(gap_anomalies(coverage, snaps))
