@@ -69,3 +69,24 @@ def test_islands_are_the_maximal_runs(spark: Any, size: int | None) -> None:
     df = spark.createDataFrame([(c, o) for c, os_ in offsets.items() for o in os_], "cluster_id string, offset long")
     got = sorted(tuple(r) for r in islands(df, "offset", size).collect())
     assert got == [("a", 0, 3), ("a", 5, 6), ("a", 9, 13), ("a", 30, 30), ("b", 7, 7), ("c", 4, 11)]
+
+
+@pytest.mark.parametrize("size", [None, 2, 5, 16])
+def test_islands_of_whole_and_holey_buckets_are_the_maximal_runs(spark: Any, size: int | None) -> None:
+    """Buckets without a hole are taken whole (`whole_buckets`), the others row by row: the runs are the same as
+    plain Python finds, wherever runs start, end or cross a bucket's edge."""
+    from replay.spark.ordered import islands
+
+    for seed in range(4):
+        offsets = sorted({(r[0], r[1]) for r in _rows(seed)})
+        expected: list[tuple[str, int, int]] = []
+        for cluster, offset in offsets:
+            if expected and expected[-1][0] == cluster and expected[-1][2] == offset - 1:
+                expected[-1] = (cluster, expected[-1][1], offset)
+            else:
+                expected.append((cluster, offset, offset))
+        df = spark.createDataFrame(offsets or [("a", 0)], "cluster_id string, offset long")
+        if not offsets:
+            df = df.limit(0)
+        got = sorted(tuple(r) for r in islands(df, "offset", size).collect())
+        assert got == expected, (seed, size)
