@@ -38,6 +38,7 @@ from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
 from replay.spark.ordered import with_missing
+from replay.spark.replay_rules import TXN_ROWS
 from replay.spark.tables import (
     REPLAY_ID,
     REPLAY_STATE,
@@ -100,7 +101,7 @@ def resume_points(resolved: DataFrame, snaps: DataFrame, gaps: DataFrame, resume
                         c(t).cast("long").alias("marker_time"), c(f).alias("marker_file"),
                         c(pos).cast("long").alias("marker_position"))
 
-    markers = resolved.where(c("api_key").isin(*_MARKERS) & ~c("is_control") & c("decode_error").isNull())
+    markers = resolved.where(c(TXN_ROWS) & c("api_key").isin(*_MARKERS))
     parts = [
         rows(markers, c("offset"), 0, m=marker("offset", "api_key", "append_time", "source_file", "file_position")),
         rows(gaps, c("gap_start"), 0, ge=c("gap_end")),

@@ -48,20 +48,22 @@ class Stages:
     def _ref(self, name: str) -> str:
         return f"{self.lake.schema_ref}.{quote_ident(f'_kraft_stage_{self.replay_id}_{name}')}"
 
-    def keep(self, df: DataFrame, name: str) -> DataFrame:
-        """Write `df` once and return a frame that reads what was written."""
+    def keep(self, df: DataFrame, name: str, partition_by: str | None = None) -> DataFrame:
+        """Write `df` once and return a frame that reads what was written. `partition_by`: a column whose values
+        each get a part of their own, so that a reader that filters on it reads only that part."""
         started = time.monotonic()
         # fresh column identities: frames derived from one source keep its column ids, which confuses later joins
         df = df.select(*[F.col(c).alias(c) for c in df.columns])
         path = self._path(name)
         spark = self.lake.spark
+        parts = [partition_by] if partition_by else []
         with step(spark, f"replay: {name}"):
             if path is None:
-                df.write.format("delta").mode("overwrite").saveAsTable(self._ref(name))
+                df.write.format("delta").mode("overwrite").partitionBy(*parts).saveAsTable(self._ref(name))
                 out = spark.read.table(self._ref(name))
             else:  # plain Parquet: written once, read by this replay only, so Delta's log would be pure cost, and
                 # snappy: speed over size. Read with the schema it was written with (no job to infer it again).
-                df.write.mode("overwrite").option("compression", "snappy").parquet(path)
+                df.write.mode("overwrite").partitionBy(*parts).option("compression", "snappy").parquet(path)
                 out = spark.read.schema(df.schema).parquet(path)
         self.written.append(name)
         log.debug("replay stage %s: %.1fs", name, time.monotonic() - started)
