@@ -156,13 +156,8 @@ def _whole(df: DataFrame, order: Sequence[Column | str], values: Sequence[Runnin
 
 
 def _ascending(order: Sequence[Column | str]) -> list[Column]:
-    """The order keys as plain columns (descending keys are passed as `Column.desc()`; see `desc_key`)."""
+    """The order keys as plain columns (descending keys are passed as `Column.desc()`)."""
     return [F.col(o) if isinstance(o, str) else o for o in order]
-
-
-def desc_key(col: Column) -> Column:
-    """A key that sorts ascending in the order `col` sorts descending (for numbers and booleans)."""
-    return -col.cast("long")
 
 
 def islands(df: DataFrame, offset: str, size: int | None) -> DataFrame:
@@ -193,6 +188,36 @@ def whole_buckets(d: DataFrame) -> DataFrame:
     spans = d.groupBy("cluster_id", "_bk").agg(F.count("_o").alias("_n"), F.min("_o").alias("start_offset"),
                                                F.max("_o").alias("end_offset"))
     return spans.where(F.col("_n") == F.col("end_offset") - F.col("start_offset") + 1).drop("_n")
+
+
+# Offsets per key of `as_of`'s join: an interval is listed once for every range of this many offsets it touches, so a
+# row meets the few intervals of its range (about 15 markers' in the realistic log) and nothing is sorted.
+AS_OF_OFFSETS = 1 << 12
+
+
+def as_of(rows: DataFrame, offset: str, intervals: DataFrame, last: DataFrame, size: int | None) -> DataFrame:
+    """`rows` with the columns of the interval (`_from`, `_to`] of their cluster that holds each row's `offset`
+    (nulls where none does): a running value that changes only at a few points (transaction markers, snapshots),
+    looked up rather than carried through every row in order.
+
+    `intervals`: cluster_id, `_from`, `_to` (null: up to the cluster's last offset, which `last` holds as
+    `last_offset`), and the columns to give. Each is listed once per range of offsets it touches (`AS_OF_OFFSETS`,
+    or `size` when smaller: tests make the ranges tiny), and a row joins the intervals of its range and keeps the one
+    that holds it. Read from staged points, the intervals are small and Spark broadcasts them: the rows are neither
+    shuffled nor sorted."""
+    c = F.col
+    n = F.lit(min(size or AS_OF_OFFSETS, AS_OF_OFFSETS))
+    given = [name for name in intervals.columns if name not in ("cluster_id", "_from", "_to")]
+    listed = (intervals.join(last.select("cluster_id", "last_offset"), "cluster_id", "left")
+              .select(c("cluster_id").alias("_ic"), "_from", "_to", *given,
+                      F.floor((c("_from") + 1) / n).cast("long").alias("_lo"),
+                      F.floor(F.coalesce(c("_to"), c("last_offset")) / n).cast("long").alias("_hi"))
+              .where(c("_hi") >= c("_lo"))
+              .select("*", F.explode(F.sequence("_lo", "_hi")).alias("_ik")).drop("_lo", "_hi"))
+    keyed = rows.withColumn("_rk", F.floor(c(offset) / n).cast("long"))
+    holds = ((c("cluster_id") == c("_ic")) & (c("_rk") == c("_ik")) & (c(offset) > c("_from"))
+             & (c("_to").isNull() | (c(offset) <= c("_to"))))
+    return keyed.join(listed, holds, "left").drop("_rk", "_ic", "_ik", "_from", "_to")
 
 
 def merge_touching(runs: DataFrame) -> DataFrame:

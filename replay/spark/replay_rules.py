@@ -50,7 +50,7 @@ from replay.kafka.model import (
     ProblemKind,
 )
 from replay.spark.frames import filled
-from replay.spark.ordered import Running, bucket_offsets, desc_key, islands, with_missing, with_running
+from replay.spark.ordered import Running, as_of, bucket_offsets, islands, with_missing, with_running
 from replay.spark.staging import Stages
 from replay.spark.tables import ACL_FIELDS as _ACL_FIELDS
 
@@ -385,13 +385,6 @@ def published_offset(offset: Column, batch_last_offset: Column, high_watermark: 
     return last if high_watermark is None else F.least(last, F.lit(high_watermark - 1))
 
 
-# Offsets per key of the as-of join that gives each ACL record the running values at the marker or hole before it:
-# an interval between two such points is listed once for every range of this many offsets it touches, so a record
-# meets the few intervals of its range (about 15 in the realistic log) and no sort of the records is needed. Fewer
-# when the running values' ranges are smaller (the tests make them tiny, so that intervals span many ranges).
-_AS_OF_OFFSETS = 1 << 12
-
-
 def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, resume: DataFrame | None = None,
                         size: int | None = None,
                         keep: Keep = unstaged,
@@ -404,7 +397,7 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, r
     What decides a record's fate (the last marker and hole before it, the next ones after it) changes only at the
     markers and holes, which are few (36k markers among 836k ACL records and markers at 10M records). So the running
     values are computed over those points alone (`_transaction_points`), and each ACL record takes them from the
-    interval between points that holds it (`_as_of_points`), a join rather than a sort of every ACL record (10M:
+    interval between points that holds it (`ordered.as_of`), a join rather than a sort of every ACL record (10M:
     the step's task CPU 10.4 -> 6.0 s, with the copies split by `TXN_ROWS`).
 
     `last`: each cluster's last known offset. `resume` (a suffix replay): the last transaction marker before the
@@ -424,8 +417,11 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, r
     points = keep(_transaction_points(rel.where(is_marker), gaps, last, size), "transaction_points")
     values = ["_last_ge", "_next_gs", "_pm", "_pm_key", "_nm", "_nc"]
     marker_rows = points.where(is_marker).select(*rel.columns, *values)
-    acl_rows = _as_of_points(rel.where(key.isin(ACL_ENTRY, ACL_REMOVE)), points, last,
-                             min(size or _AS_OF_OFFSETS, _AS_OF_OFFSETS))
+    # the interval after each point: its values after it, and its own up to and including it
+    intervals = points.select("cluster_id", F.col("offset").alias("_from"), F.col("_next_point").alias("_to"),
+                              F.col("_upto_ge").alias("_last_ge"), F.col("_upto_pm").alias("_pm"),
+                              F.col("_upto_pm_key").alias("_pm_key"), "_next_gs", "_nm", "_nc")
+    acl_rows = as_of(rel.where(key.isin(ACL_ENTRY, ACL_REMOVE)), "offset", intervals, last, size)
     u = acl_rows.select(*rel.columns, *values).unionByName(marker_rows)
     u = (u.withColumn("_last_ge", F.coalesce(F.col("_last_ge"), F.lit(-1)))
          .withColumn("_pm", F.coalesce(F.col("_pm"), F.lit(-1))))
@@ -511,41 +507,23 @@ def _transaction_points(markers: DataFrame, gaps: DataFrame, last: DataFrame, si
     ], size)
 
 
-def _as_of_points(records: DataFrame, points: DataFrame, last: DataFrame, per_key: int) -> DataFrame:
-    """`records` (none at a point's offset) with the running values of the last point before each
-    (`_transaction_points`).
-
-    Each interval between a point and the next is listed once per range of `per_key` offsets it touches (the
-    last interval up to the cluster's last offset), and a record joins the intervals of its range and keeps the one
-    that holds it. The intervals are a few rows per marker: read from the staged points, Spark broadcasts them when
-    they are small, and the records are neither shuffled nor sorted."""
-    c = F.col
-    n = F.lit(per_key)
-    intervals = (points.join(last.select("cluster_id", "last_offset"), "cluster_id", "left")
-                 .select(c("cluster_id").alias("_ic"), c("offset").alias("_from"), c("_next_point").alias("_to"),
-                         c("_upto_ge").alias("_last_ge"), c("_upto_pm").alias("_pm"),
-                         c("_upto_pm_key").alias("_pm_key"), "_next_gs", "_nm", "_nc",
-                         F.floor((c("offset") + 1) / n).cast("long").alias("_lo"),
-                         F.floor(F.coalesce(c("_next_point") - 1, c("last_offset")) / n).cast("long").alias("_hi"))
-                 .where(c("_hi") >= c("_lo"))
-                 .select("*", F.explode(F.sequence("_lo", "_hi")).alias("_ik")).drop("_lo", "_hi"))
-    keyed = records.withColumn("_rk", F.floor(c("offset") / n).cast("long"))
-    holds = ((c("cluster_id") == c("_ic")) & (c("_rk") == c("_ik")) & (c("offset") > c("_from"))
-             & (c("_to").isNull() | (c("offset") < c("_to"))))
-    return keyed.join(intervals, holds, "left").drop("_rk", "_ic", "_ik", "_from", "_to")
-
-
 # ---- 5. observations and transitions ---------------------------------------------------------------------------
-def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, size: int | None = None) -> DataFrame:
+def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, last: DataFrame,
+                 size: int | None = None) -> DataFrame:
     """Every observation of every ACL id, in its order: (pos, kind) with kind 0 for a record, 1 for a snapshot.
 
-    `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none).
+    `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none): for
+    a record, the snapshot that ends the interval between snapshots that holds its position (`ordered.as_of`; a
+    snapshot at a record's position comes after it). `last`: each cluster's last known offset. Counting the
+    snapshots before every record in order (a running sum over the records and snapshots) cost the 10M log 11.6 s
+    of task CPU in this step, the lookup 8.0 s.
     """
-    markers = snaps.select("cluster_id", F.col("q").alias("pos"), F.lit(1).alias("kind"), F.lit(1).alias("_m"))
-    logged = visible.select("*", F.lit(0).alias("kind"), F.lit(0).alias("_m"))
-    logged = (with_running(logged.unionByName(markers, allowMissingColumns=True), "pos",
-                           ["pos", "kind", desc_key(F.col("_m"))], [Running("_snaps", "sum_upto", F.col("_m"))], size)
-              .withColumn("sidx", F.col("_snaps") + 1).where(F.col("_m") == 0).drop("_m", "_snaps"))
+    between = Window.partitionBy("cluster_id").orderBy("q")  # over the snapshots alone: a few per million offsets
+    intervals = snaps.select("cluster_id", F.col("q").alias("_from"), F.lead("q").over(between).alias("_to"),
+                             F.col("idx").alias("_before"))
+    logged = (as_of(visible, "pos", intervals, last, size)
+              .withColumn("sidx", F.coalesce(F.col("_before"), F.lit(0)) + 1).withColumn("kind", F.lit(0))
+              .drop("_before"))
     present = snap_acls.join(snaps.select("cluster_id", "idx", "q", "snap_time"), ["cluster_id", "idx"]).select(
         "cluster_id", "acl_id", *_ACL_FIELDS, F.lit(None).cast("string").alias("source_file"),
         F.lit(None).cast("long").alias("file_position"), F.lit(None).cast("long").alias("rec_off"),
@@ -841,7 +819,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         if resume is not None:
             gaps = _resumed_gaps(gaps, resume)
         visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, last, resume, size, keep, high_watermark)
-        obs = keep(observations(visible, snaps, snap_acls, size), "observations")
+        obs = keep(observations(visible, snaps, snap_acls, last, size), "observations")
         t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
                              spanning_ends, keep), "transitions")
         incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)

@@ -90,3 +90,36 @@ def test_islands_of_whole_and_holey_buckets_are_the_maximal_runs(spark: Any, siz
             df = df.limit(0)
         got = sorted(tuple(r) for r in islands(df, "offset", size).collect())
         assert got == expected, (seed, size)
+
+
+@pytest.mark.parametrize("size", [None, 1, 5, 64])
+def test_as_of_gives_each_row_the_interval_that_holds_it(spark: Any, size: int | None) -> None:
+    """Rows at random offsets (some at an interval's end, some past the last point, some before the first) get the
+    value of the interval (from, to] holding them, as a plain search says; the ranges of `size` offsets make the
+    intervals span many of them, and one cluster has no interval at all."""
+    from replay.spark.ordered import as_of
+
+    for seed in range(3):
+        rng = random.Random(seed)
+        intervals, rows, last = [], [], []
+        for cluster in ("a", "b", "c"):
+            points = sorted(rng.sample(range(0, 400), rng.randint(1, 12))) if cluster != "c" else []
+            end = rng.randint(400, 500)
+            last.append((cluster, end))
+            for i, p in enumerate(points):
+                intervals.append((cluster, p, points[i + 1] if i + 1 < len(points) else None, f"{cluster}{i}"))
+            for o in rng.sample(range(0, end + 1), 40) + points:
+                rows.append((cluster, o))
+        got = as_of(spark.createDataFrame(rows, "cluster_id string, offset long"), "offset",
+                    spark.createDataFrame(intervals, "cluster_id string, _from long, _to long, v string"),
+                    spark.createDataFrame(last, "cluster_id string, last_offset long"), size).collect()
+
+        assert sorted((r["cluster_id"], r["offset"], r["v"] or "") for r in got) == sorted(
+            (c, o, _holding(intervals, c, o) or "") for c, o in rows)
+
+
+def _holding(intervals: list[tuple[Any, ...]], cluster: str, o: int) -> str | None:
+    """The value of the interval (from, to] of `cluster` that holds offset `o`, searched one by one."""
+    held = [v for c, lo, hi, v in intervals if c == cluster and lo < o and (hi is None or o <= hi)]
+    assert len(held) <= 1
+    return held[0] if held else None
