@@ -195,22 +195,24 @@ def whole_buckets(d: DataFrame) -> DataFrame:
 AS_OF_OFFSETS = 1 << 12
 
 
-def as_of(rows: DataFrame, offset: str, intervals: DataFrame, last: DataFrame, size: int | None) -> DataFrame:
+def as_of(rows: DataFrame, offset: str, intervals: DataFrame, bounds: DataFrame, size: int | None) -> DataFrame:
     """`rows` with the columns of the interval (`_from`, `_to`] of their cluster that holds each row's `offset`
     (nulls where none does): a running value that changes only at a few points (transaction markers, snapshots),
     looked up rather than carried through every row in order.
 
-    `intervals`: cluster_id, `_from`, `_to` (null: up to the cluster's last offset, which `last` holds as
-    `last_offset`), and the columns to give. Each is listed once per range of offsets it touches (`AS_OF_OFFSETS`,
-    or `size` when smaller: tests make the ranges tiny), and a row joins the intervals of its range and keeps the one
-    that holds it. Read from staged points, the intervals are small and Spark broadcasts them: the rows are neither
-    shuffled nor sorted."""
+    `intervals`: cluster_id, `_from`, `_to` (null: up to the cluster's last offset), and the columns to give.
+    `bounds`: each cluster's `first_offset` and `last_offset`; no row of `rows` lies outside them. Each interval is
+    listed once per range of offsets it touches within the bounds (`AS_OF_OFFSETS`, or `size` when smaller: tests
+    make the ranges tiny), so the listing grows with the offsets the rows span, not with where the log began (an
+    interval from -1 in a log whose retained part starts at offset 10^9 would otherwise list 244k ranges). A row
+    joins the intervals of its range and keeps the one that holds it. Read from staged points, the intervals are
+    small and Spark broadcasts them: the rows are neither shuffled nor sorted."""
     c = F.col
     n = F.lit(min(size or AS_OF_OFFSETS, AS_OF_OFFSETS))
     given = [name for name in intervals.columns if name not in ("cluster_id", "_from", "_to")]
-    listed = (intervals.join(last.select("cluster_id", "last_offset"), "cluster_id", "left")
+    listed = (intervals.join(bounds.select("cluster_id", "first_offset", "last_offset"), "cluster_id")
               .select(c("cluster_id").alias("_ic"), "_from", "_to", *given,
-                      F.floor((c("_from") + 1) / n).cast("long").alias("_lo"),
+                      F.floor(F.greatest(c("_from") + 1, c("first_offset")) / n).cast("long").alias("_lo"),
                       F.floor(F.coalesce(c("_to"), c("last_offset")) / n).cast("long").alias("_hi"))
               .where(c("_hi") >= c("_lo"))
               .select("*", F.explode(F.sequence("_lo", "_hi")).alias("_ik")).drop("_lo", "_hi"))

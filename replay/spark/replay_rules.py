@@ -385,7 +385,7 @@ def published_offset(offset: Column, batch_last_offset: Column, high_watermark: 
     return last if high_watermark is None else F.least(last, F.lit(high_watermark - 1))
 
 
-def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, resume: DataFrame | None = None,
+def visible_acl_records(resolved: DataFrame, gaps: DataFrame, bounds: DataFrame, resume: DataFrame | None = None,
                         size: int | None = None,
                         keep: Keep = unstaged,
                         high_watermark: int | None = None,
@@ -400,9 +400,9 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, r
     interval between points that holds it (`ordered.as_of`), a join rather than a sort of every ACL record (10M:
     the step's task CPU 10.4 -> 6.0 s, with the copies split by `TXN_ROWS`).
 
-    `last`: each cluster's last known offset. `resume` (a suffix replay): the last transaction marker before the
-    suffix, placed before its rows. The ACL records and markers with their neighbouring markers are kept once
-    (`keep`): all three results read them.
+    `bounds`: each cluster's first and last known offset. `resume` (a suffix replay): the last transaction marker
+    before the suffix, placed before its rows. The ACL records and markers with their neighbouring markers are kept
+    once (`keep`): all three results read them.
     """
     rel = resolved.where(F.col(TXN_ROWS)).select(
         "cluster_id", "offset", "api_key", "acl_id", *_ACL_FIELDS, F.col("append_time").alias("time"), "source_file",
@@ -414,14 +414,14 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, r
             F.col("marker_position").alias("file_position")), allowMissingColumns=True)
     key = F.col("api_key")
     is_marker = key.isin(TXN_BEGIN, TXN_END, TXN_ABORT)
-    points = keep(_transaction_points(rel.where(is_marker), gaps, last, size), "transaction_points")
+    points = keep(_transaction_points(rel.where(is_marker), gaps, bounds, size), "transaction_points")
     values = ["_last_ge", "_next_gs", "_pm", "_pm_key", "_nm", "_nc"]
     marker_rows = points.where(is_marker).select(*rel.columns, *values)
     # the interval after each point: its values after it, and its own up to and including it
     intervals = points.select("cluster_id", F.col("offset").alias("_from"), F.col("_next_point").alias("_to"),
                               F.col("_upto_ge").alias("_last_ge"), F.col("_upto_pm").alias("_pm"),
                               F.col("_upto_pm_key").alias("_pm_key"), "_next_gs", "_nm", "_nc")
-    acl_rows = as_of(rel.where(key.isin(ACL_ENTRY, ACL_REMOVE)), "offset", intervals, last, size)
+    acl_rows = as_of(rel.where(key.isin(ACL_ENTRY, ACL_REMOVE)), "offset", intervals, bounds, size)
     u = acl_rows.select(*rel.columns, *values).unionByName(marker_rows)
     u = (u.withColumn("_last_ge", F.coalesce(F.col("_last_ge"), F.lit(-1)))
          .withColumn("_pm", F.coalesce(F.col("_pm"), F.lit(-1))))
@@ -479,7 +479,7 @@ def visible_acl_records(resolved: DataFrame, gaps: DataFrame, last: DataFrame, r
     return visible, anomalies, spanning_ends
 
 
-def _transaction_points(markers: DataFrame, gaps: DataFrame, last: DataFrame, size: int | None) -> DataFrame:
+def _transaction_points(markers: DataFrame, gaps: DataFrame, bounds: DataFrame, size: int | None) -> DataFrame:
     """The transaction markers, the holes' starts and a first point before every offset of each cluster (offset -1),
     in offset order, each with the running values a row there needs: the last hole end (`_last_ge`), marker offset
     (`_pm`) and marker type (`_pm_key`) before it, and the next hole start (`_next_gs`), marker (`_nm`) and End or
@@ -493,7 +493,7 @@ def _transaction_points(markers: DataFrame, gaps: DataFrame, last: DataFrame, si
                      F.coalesce(F.col("_pub"), F.col("offset")).alias("p"))
     holes = gaps.select("cluster_id", F.col("gap_start").alias("offset"), F.col("gap_start").alias("_gs"),
                         F.col("gap_end").alias("_ge"))
-    first = last.select("cluster_id", F.lit(-1).cast("long").alias("offset"))
+    first = bounds.select("cluster_id", F.lit(-1).cast("long").alias("offset"))
     rows = (markers.unionByName(holes, allowMissingColumns=True).unionByName(first, allowMissingColumns=True))
     marker_offset, marker_key = F.when(is_marker, F.col("offset")), F.when(is_marker, key)
     return with_running(rows, "offset", ["offset"], [
@@ -508,20 +508,20 @@ def _transaction_points(markers: DataFrame, gaps: DataFrame, last: DataFrame, si
 
 
 # ---- 5. observations and transitions ---------------------------------------------------------------------------
-def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, last: DataFrame,
+def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, bounds: DataFrame,
                  size: int | None = None) -> DataFrame:
     """Every observation of every ACL id, in its order: (pos, kind) with kind 0 for a record, 1 for a snapshot.
 
     `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none): for
     a record, the snapshot that ends the interval between snapshots that holds its position (`ordered.as_of`; a
-    snapshot at a record's position comes after it). `last`: each cluster's last known offset. Counting the
-    snapshots before every record in order (a running sum over the records and snapshots) cost the 10M log 11.6 s
-    of task CPU in this step, the lookup 8.0 s.
+    snapshot at a record's position comes after it). `bounds`: each cluster's first and last known offset.
+    Counting the snapshots before every record in order (a running sum over the records and snapshots) cost the 10M
+    log 11.6 s of task CPU in this step, the lookup 8.0 s.
     """
     between = Window.partitionBy("cluster_id").orderBy("q")  # over the snapshots alone: a few per million offsets
     intervals = snaps.select("cluster_id", F.col("q").alias("_from"), F.lead("q").over(between).alias("_to"),
                              F.col("idx").alias("_before"))
-    logged = (as_of(visible, "pos", intervals, last, size)
+    logged = (as_of(visible, "pos", intervals, bounds, size)
               .withColumn("sidx", F.coalesce(F.col("_before"), F.lit(0)) + 1).withColumn("kind", F.lit(0))
               .drop("_before"))
     present = snap_acls.join(snaps.select("cluster_id", "idx", "q", "snap_time"), ["cluster_id", "idx"]).select(
@@ -812,14 +812,18 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
         resolved, log_anomalies = resolve_log(records, high_watermark, resume, keep)
         ranges = keep(log_ranges(resolved, size), "runs")
         snaps, snap_acls, snap_anomalies = snapshot_parts.result()
-        last = (ranges.select("cluster_id", F.col("end_offset").alias("o"))
-                .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
-                .groupBy("cluster_id").agg(F.max("o").alias("last_offset")))
+        # each cluster's first and last known offset: `last_offset` is what the steps below call `last`
+        bounds = (ranges.select("cluster_id", F.col("start_offset").alias("o"))
+                  .unionByName(ranges.select("cluster_id", F.col("end_offset").alias("o")))
+                  .unionByName(snaps.select("cluster_id", F.col("q").alias("o")))
+                  .groupBy("cluster_id").agg(F.min("o").alias("first_offset"), F.max("o").alias("last_offset")))
+        last = bounds.select("cluster_id", "last_offset")
         gaps = unknown_gaps(ranges, last)
         if resume is not None:
             gaps = _resumed_gaps(gaps, resume)
-        visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, last, resume, size, keep, high_watermark)
-        obs = keep(observations(visible, snaps, snap_acls, last, size), "observations")
+        visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, bounds, resume, size, keep,
+                                                                    high_watermark)
+        obs = keep(observations(visible, snaps, snap_acls, bounds, size), "observations")
         t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
                              spanning_ends, keep), "transitions")
         incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)

@@ -96,26 +96,46 @@ def test_islands_of_whole_and_holey_buckets_are_the_maximal_runs(spark: Any, siz
 def test_as_of_gives_each_row_the_interval_that_holds_it(spark: Any, size: int | None) -> None:
     """Rows at random offsets (some at an interval's end, some past the last point, some before the first) get the
     value of the interval (from, to] holding them, as a plain search says; the ranges of `size` offsets make the
-    intervals span many of them, and one cluster has no interval at all."""
+    intervals span many of them, the first interval starts at -1 while a cluster's rows may start later, and one
+    cluster has no interval at all."""
     from replay.spark.ordered import as_of
 
     for seed in range(3):
         rng = random.Random(seed)
-        intervals, rows, last = [], [], []
+        intervals, rows, bounds = [], [], []
         for cluster in ("a", "b", "c"):
-            points = sorted(rng.sample(range(0, 400), rng.randint(1, 12))) if cluster != "c" else []
-            end = rng.randint(400, 500)
-            last.append((cluster, end))
+            first, end = rng.randint(0, 150), rng.randint(400, 500)
+            points = [-1, *sorted(rng.sample(range(0, 400), rng.randint(0, 12)))] if cluster != "c" else []
+            bounds.append((cluster, first, end))
             for i, p in enumerate(points):
                 intervals.append((cluster, p, points[i + 1] if i + 1 < len(points) else None, f"{cluster}{i}"))
-            for o in rng.sample(range(0, end + 1), 40) + points:
+            for o in rng.sample(range(first, end + 1), 40) + [p for p in points if p >= first]:
                 rows.append((cluster, o))
         got = as_of(spark.createDataFrame(rows, "cluster_id string, offset long"), "offset",
                     spark.createDataFrame(intervals, "cluster_id string, _from long, _to long, v string"),
-                    spark.createDataFrame(last, "cluster_id string, last_offset long"), size).collect()
+                    spark.createDataFrame(bounds, "cluster_id string, first_offset long, last_offset long"),
+                    size).collect()
 
         assert sorted((r["cluster_id"], r["offset"], r["v"] or "") for r in got) == sorted(
             (c, o, _holding(intervals, c, o) or "") for c, o in rows)
+
+
+def test_as_of_lists_intervals_only_where_the_rows_are(spark: Any) -> None:
+    """A log whose retained part starts at offset 10^12 (the rest deleted after snapshots), with the first
+    interval starting at -1 and the next point far on: the lookup lists the ranges the rows span, not the 2.4 * 10^8
+    ranges back to offset 0 (which would not fit in memory), and still finds each row's interval."""
+    from replay.spark.ordered import AS_OF_OFFSETS, as_of
+
+    start = 10**12
+    points = [-1, start + 5 * AS_OF_OFFSETS, start + 5 * AS_OF_OFFSETS + 3]
+    intervals = [("a", p, points[i + 1] if i + 1 < len(points) else None, f"a{i}") for i, p in enumerate(points)]
+    offsets = [start, start + 1, *points[1:], start + 5 * AS_OF_OFFSETS + 1, start + 9 * AS_OF_OFFSETS]
+    got = as_of(spark.createDataFrame([("a", o) for o in offsets], "cluster_id string, offset long"), "offset",
+                spark.createDataFrame(intervals, "cluster_id string, _from long, _to long, v string"),
+                spark.createDataFrame([("a", start, start + 9 * AS_OF_OFFSETS)],
+                                      "cluster_id string, first_offset long, last_offset long"), None).collect()
+
+    assert sorted((r["offset"], r["v"]) for r in got) == sorted((o, _holding(intervals, "a", o)) for o in offsets)
 
 
 def _holding(intervals: list[tuple[Any, ...]], cluster: str, o: int) -> str | None:
