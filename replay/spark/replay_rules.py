@@ -38,6 +38,7 @@ from typing import Protocol
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
 
 from replay.kafka import anomaly_text as msg
 from replay.kafka.model import (
@@ -510,7 +511,8 @@ def _transaction_points(markers: DataFrame, gaps: DataFrame, bounds: DataFrame, 
 # ---- 5. observations and transitions ---------------------------------------------------------------------------
 def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, bounds: DataFrame,
                  size: int | None = None) -> DataFrame:
-    """Every observation of every ACL id, in its order: (pos, kind) with kind 0 for a record, 1 for a snapshot.
+    """Every observation of every ACL id in the log and the loaded snapshots: (pos, kind) with kind 0 for a record,
+    1 for a snapshot (`with_predecessors` adds the absences they imply).
 
     `sidx` is the snapshot an observation is at (kind 1) or the next snapshot after it (kind 0; n+1 when none): for
     a record, the snapshot that ends the interval between snapshots that holds its position (`ordered.as_of`; a
@@ -529,45 +531,68 @@ def observations(visible: DataFrame, snaps: DataFrame, snap_acls: DataFrame, bou
         F.lit(None).cast("long").alias("file_position"), F.lit(None).cast("long").alias("rec_off"),
         F.col("q").alias("pos"), F.col("snap_time").alias("time"), F.lit("SNAPSHOT_LOAD").alias("cause"),
         F.lit("PRESENT").alias("op"), F.lit(1).alias("kind"), F.col("idx").alias("sidx"))
-    obs = logged.unionByName(present)
-    # An id live after an observation and missing from the next snapshot (its next observation comes later, or
-    # never) is observed absent there.
+    return logged.unionByName(present)
+
+
+def with_predecessors(obs: DataFrame, snaps: DataFrame) -> DataFrame:
+    """The observations and the absences they imply, each with its predecessor's op, position and binding (`_p_op`,
+    `_p_pos`, `_p_<field>`; null for an id's first) and whether it is its id's last (`_last`).
+
+    An id live after an observation and missing from the next snapshot (its next observation comes later, or never)
+    is observed absent there: an ABSENT row between the two, which becomes the later one's predecessor. One window
+    over the observations gives both, the next observation's position deciding an absence and the previous one's
+    values (and whether it left an absence) making a predecessor: a second window over the observations with their
+    absences sorted the same rows again (10M records: two sorts of 2M rows)."""
     by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
     nxt = snaps.select("cluster_id", F.col("idx").alias("_nidx"), F.col("q").alias("_nq"),
                        F.col("snap_time").alias("_nt"))
-    leaving_live = (obs.withColumn("_lead_pos", F.lead("pos").over(by_id))
-                    .where(F.col("op").isin("CREATE", "PRESENT"))
-                    .withColumn("_nidx", F.col("sidx") + F.col("kind"))
-                    .join(nxt, ["cluster_id", "_nidx"])
-                    .where(F.col("_lead_pos").isNull() | (F.col("_lead_pos") > F.col("_nq"))))
-    absent = leaving_live.select(
-        "cluster_id", "acl_id", *[F.lit(None).cast("string").alias(c) for c in _ACL_FIELDS],
-        F.lit(None).cast("string").alias("source_file"), F.lit(None).cast("long").alias("file_position"),
-        F.lit(None).cast("long").alias("rec_off"), F.col("_nq").alias("pos"), F.col("_nt").alias("time"),
-        F.lit("SNAPSHOT_LOAD").alias("cause"), F.lit("ABSENT").alias("op"), F.lit(1).alias("kind"),
-        F.col("_nidx").alias("sidx"))
-    return obs.unionByName(absent)
+    live = F.col("op").isin("CREATE", "PRESENT")
+    w = (obs.withColumn("_nidx", F.col("sidx") + F.col("kind"))
+         .join(nxt, ["cluster_id", "_nidx"], "left")
+         .withColumn("_nq", F.when(live, F.col("_nq")))  # where an absence would be: only a live id can leave one
+         .select("*", F.lead("pos").over(by_id).alias("_lead_pos"), F.lag("_nq").over(by_id).alias("_p_nq"),
+                 F.lag("op").over(by_id).alias("_lag_op"), F.lag("pos").over(by_id).alias("_lag_pos"),
+                 *[F.lag(c).over(by_id).alias("_lag_" + c) for c in _ACL_FIELDS]))
+    leaves = F.col("_nq").isNotNull() & (F.col("_lead_pos").isNull() | (F.col("_lead_pos") > F.col("_nq")))
+    after = F.col("_p_nq").isNotNull() & (F.col("pos") > F.col("_p_nq"))  # the previous one left an absence
+    observed = {
+        **{c: F.col(c) for c in obs.columns}, "_p_op": F.when(after, F.lit("ABSENT")).otherwise(F.col("_lag_op")),
+        "_p_pos": F.when(after, F.col("_p_nq")).otherwise(F.col("_lag_pos")),
+        **{"_p_" + c: F.when(~after, F.col("_lag_" + c)) for c in _ACL_FIELDS},
+        "_last": F.col("_lead_pos").isNull() & ~leaves}
+    absent = {
+        **{c: F.lit(None) for c in obs.columns}, "cluster_id": F.col("cluster_id"), "acl_id": F.col("acl_id"),
+        "pos": F.col("_nq"), "time": F.col("_nt"), "cause": F.lit("SNAPSHOT_LOAD"), "op": F.lit("ABSENT"),
+        "kind": F.lit(1), "sidx": F.col("_nidx"), "_p_op": F.col("op"), "_p_pos": F.col("pos"),
+        **{"_p_" + c: F.col(c) for c in _ACL_FIELDS}, "_last": F.col("_lead_pos").isNull()}
+    types = {**{f.name: f.dataType for f in obs.schema.fields}, "_p_op": obs.schema["op"].dataType,
+             "_p_pos": obs.schema["pos"].dataType, "_last": BooleanType(),
+             **{"_p_" + c: obs.schema[c].dataType for c in _ACL_FIELDS}}
+
+    def row(values: dict[str, Column]) -> Column:
+        return F.struct(*[values[name].cast(types[name]).alias(name) for name in observed])
+
+    # both rows from one pass over the window's output (a union of two selects of it sorted the rows twice)
+    return w.select(F.inline(F.filter(F.array(row(observed), F.when(leaves, row(absent))), lambda r: r.isNotNull())))
 
 
 def transitions(obs: DataFrame, snaps: DataFrame, gaps: DataFrame, spanning_ends: DataFrame,
                 keep: Keep = unstaged) -> DataFrame:
-    """Each observation with its predecessor and, for changes only a snapshot shows, where they happened (the
-    offsets in no dump, and the Ends of transactions that span a hole, after the id's previous observation).
+    """Each observation (and absence: `with_predecessors`) with its predecessor and, for changes only a snapshot
+    shows, where they happened (the offsets in no dump, and the Ends of transactions that span a hole, after the
+    id's previous observation).
 
     The observations with their predecessors are kept (`keep`) before the places are looked up: the lookups' two
     broadcasts and the final rows each ran the window over every observation again (at 2M records, three sorts of
     253,420 rows). A snapshot's presence that confirms the id's live binding changes nothing and shows no finding,
     so it is kept only as the id's last observation (`_last`, whose position `lifetimes` reads): at 10M records
     most of the observations are such presences (`confirms`)."""
-    by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
     prev_q = snaps.select("cluster_id", (F.col("idx") + 1).alias("sidx"), F.col("q").alias("_prev_q"))
     # the binding compared field by field with the previous one: a key made of the fields would be carried twice
     # more through the window and the staged rows, which are mostly these strings
     same = functools.reduce(Column.__and__, [F.col(c).eqNullSafe(F.col("_p_" + c)) for c in _ACL_FIELDS],
                             F.col("_p_op").isNotNull())
-    t = (obs.select("*", F.lag("op").over(by_id).alias("_p_op"), F.lag("pos").over(by_id).alias("_p_pos"),
-                    *[F.lag(c).over(by_id).alias("_p_" + c) for c in _ACL_FIELDS],
-                    F.lead("pos").over(by_id).isNull().alias("_last"))
+    t = (with_predecessors(obs, snaps)
          .join(prev_q, ["cluster_id", "sidx"], "left")
          .withColumn("_prev_q", F.coalesce("_prev_q", F.lit(-1)))
          .withColumn("_was_live", F.coalesce(F.col("_p_op").isin("CREATE", "PRESENT"), F.lit(False)))
@@ -823,7 +848,7 @@ def replay_records(records: DataFrame, quarantine: DataFrame, high_watermark: in
             gaps = _resumed_gaps(gaps, resume)
         visible, txn_anomalies, spanning_ends = visible_acl_records(resolved, gaps, bounds, resume, size, keep,
                                                                     high_watermark)
-        obs = keep(observations(visible, snaps, snap_acls, bounds, size), "observations")
+        obs = observations(visible, snaps, snap_acls, bounds, size)  # not kept: `transitions`' window reads it
         t = keep(transitions(obs if seen is None else obs.unionByName(_seen_before(obs, seen)), snaps, gaps,
                              spanning_ends, keep), "transitions")
         incomplete = incomplete_ranges(snaps, t, last, gaps, spanning_ends)
