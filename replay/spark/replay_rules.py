@@ -541,8 +541,8 @@ def with_predecessors(obs: DataFrame, snaps: DataFrame) -> DataFrame:
     An id live after an observation and missing from the next snapshot (its next observation comes later, or never)
     is observed absent there: an ABSENT row between the two, which becomes the later one's predecessor. One window
     over the observations gives both, the next observation's position deciding an absence and the previous one's
-    values (and whether it left an absence) making a predecessor: a second window over the observations with their
-    absences sorted the same rows again (10M records: two sorts of 2M rows)."""
+    values (and whether it left an absence) making a predecessor. A second window over the observations with their
+    absences sorted the same rows again (10M records: the two steps' task CPU 17.1-19.1 s, one window 15.8-15.9 s)."""
     by_id = Window.partitionBy("cluster_id", "acl_id").orderBy("pos", "kind", "rec_off")
     nxt = snaps.select("cluster_id", F.col("idx").alias("_nidx"), F.col("q").alias("_nq"),
                        F.col("snap_time").alias("_nt"))

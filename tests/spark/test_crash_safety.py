@@ -36,7 +36,7 @@ REPO = str(Path(__file__).resolve().parents[2])
 # `make test` (CI) kills at two points, one in each half: an ingest with metadata_records committed and quarantine
 # not, and a replay in the middle of its staged steps; `make test-all` kills at the other three as well (mark
 # `extended`). (Also tried, and passing, before they were left out: "ingest: decode", "replay: write offset_times".)
-KILL_POINTS = ["ingest: write metadata_records", "replay: observations"]
+KILL_POINTS = ["ingest: write metadata_records", "replay: predecessors"]
 MORE_KILL_POINTS = ["ingest: write quarantine", "replay: state#1", "replay: write acl_history"]
 TABLES = ["metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage", "anomalies", "offset_times"]
 VOLATILE = {"ingest_id"}  # which ingest first brought a row: another one when the first was killed before commit
