@@ -20,6 +20,7 @@ import os
 import posixpath
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -32,7 +33,7 @@ from replay.spark.ingest import ingest
 from replay.spark.ingest_plan import classify_listing, local_path_of
 from replay.spark.replay import replay_lake
 from replay.spark.session import on_databricks
-from replay.spark.tables import Lake
+from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 log = logging.getLogger("replay.spark.watch")
 
@@ -40,6 +41,8 @@ AVAILABLE_NOW = "available-now"
 _INTERVAL_RE = re.compile(r"^\s*(\d+)\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours)\s*$")
 _UNIT = {"s": "seconds", "m": "minutes", "h": "hours"}
 # The directories Spark's listing skips, named by a glob (up to four levels below the root).
+# Clusters ingested side by side in one micro-batch (`ingest_clusters`).
+CLUSTERS_AT_ONCE = 3
 _METADATA_DIRS = "{,*/,*/*/,*/*/*/}" + kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0] + "-*"
 
 
@@ -131,20 +134,46 @@ def ingest_batch(lake: Lake, root: str, listed: list[tuple[str, int]], batch_id:
     if unplaced:
         log.warning("not ingested (put each cluster's dumps under %s/<cluster>/...): %s", root,
                     ", ".join(sorted(unplaced)[:20]))
-    ingested: dict[str, int] = {}
     ignored = 0
+    work: dict[str, list[str]] = {}
     for name, files in sorted(by_cluster.items()):
         planned, skipped = classify_listing([root], files)  # as a directory ingest would: indexes etc. left out
         ignored += len(skipped)
-        if not planned:
-            continue
-        report = ingest(lake.spark, [f.uri for f in planned], cluster=name, lake=lake, progress=False,
-                        show_secrets=show_secrets)
-        ingested[name] = report.records_new
+        if planned:
+            work[name] = [f.uri for f in planned]
+    ingested = ingest_clusters(lake, work, show_secrets)
     touched = sorted(ingested)
     if replay and touched:
         replay_lake(lake, touched, high_watermark=high_watermark, progress=False)
     return WatchedBatch(batch_id, len(listed), ingested, ignored, unplaced, touched if replay else [])
+
+
+def ingest_clusters(lake: Lake, work: dict[str, list[str]], show_secrets: bool = False) -> dict[str, int]:
+    """Ingest each cluster's files (`work`: cluster -> file URIs); returns each cluster's new records.
+
+    The clusters' ingests run side by side (`CLUSTERS_AT_ONCE`): an ingest of a small dump is mostly the driver's
+    planning, its commits and Spark's scheduling of small jobs, which overlap with another ingest's decoding. They
+    write different `cluster_id` partitions, so their commits do not conflict. Every ingest runs to its end; the
+    first failure is raised after them (a batch run again re-ingests nothing that was written: ingests are idempotent)."""
+    if not work:
+        return {}
+    for table in (METADATA_RECORDS, QUARANTINE):  # created once here, not raced for by the ingests
+        lake.ensure(table)
+
+    def one(name: str) -> int:
+        return ingest(lake.spark, work[name], cluster=name, lake=lake, progress=False,
+                      show_secrets=show_secrets).records_new
+
+    names = sorted(work)
+    with ThreadPoolExecutor(max_workers=min(CLUSTERS_AT_ONCE, len(names)),
+                            thread_name_prefix="kraft-replay-ingest") as pool:
+        futures = {name: pool.submit(one, name) for name in names}
+    failed = [(name, error) for name, f in futures.items() if (error := f.exception()) is not None]
+    for name, error in failed[1:]:
+        log.error("watch: the ingest of cluster %s failed too: %s", name, error)
+    if failed:
+        raise failed[0][1]
+    return {name: futures[name].result() for name in names}
 
 
 def default_checkpoint(lake: Lake, root: str) -> str:

@@ -113,6 +113,44 @@ def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path
     assert offsets == log.end_offset  # every offset of the dump
 
 
+@pytest.mark.slow  # six small ingests: about a minute
+def test_clusters_ingested_side_by_side_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path) -> None:
+    """`ingest_clusters` runs a micro-batch's per-cluster ingests at once: the lake gets the rows one ingest after
+    the other gives; a cluster whose ingest fails does not stop the others, and its error is raised after them."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.ingest import IngestError, ingest
+    from replay.spark.tables import Lake
+    from replay.spark.watch import CLUSTERS_AT_ONCE, ingest_clusters
+
+    names = [f"c{i}" for i in range(CLUSTERS_AT_ONCE + 1)]  # more clusters than run at once
+    dumps = {}
+    for i, name in enumerate(names):
+        d = tmp_path / "in" / name
+        synth.write_dump(synth.generate(40 + i, n_batches=20), str(d), synth.Layout(segment_every=15))
+        dumps[name] = [str(d)]
+
+    def records(lake: Lake) -> dict[str, Counter[tuple[Any, ...]]]:
+        df = lake.read("metadata_records")
+        cols = [c for c in df.columns if c not in WHERE]
+        return {n: Counter(tuple(r) for r in df.where(F.col("cluster_id") == n).select(*cols).collect())
+                for n in names}
+
+    together = Lake(spark, str(tmp_path / "together"))
+    new = ingest_clusters(together, dumps)
+    apart = Lake(spark, str(tmp_path / "apart"))
+    for name in names:
+        ingest(spark, dumps[name], cluster=name, lake=apart, progress=False)
+    got, want = records(together), records(apart)
+    assert got == want
+    assert new == {n: sum(got[n].values()) for n in names} and all(new.values())
+
+    broken = Lake(spark, str(tmp_path / "broken"))
+    with pytest.raises(IngestError, match="empty does not exist"):
+        ingest_clusters(broken, {"bad": [str(tmp_path / "empty")], names[0]: dumps[names[0]]})
+    assert records(broken)[names[0]] == want[names[0]]  # the good cluster was ingested all the same
+
+
 def test_triggers_clusters_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import io
 
