@@ -1,0 +1,337 @@
+"""A fleet's dumps, ingested and replayed by one scheduled `kraft-replay watch`, next to Kafka's DumpLogSegments.
+
+    python -m bench.bench_fleet                                     # 10 clusters of 200k records each
+    python -m bench.bench_fleet --clusters 3 --records 20k          # a quick run (a minute or two)
+    python -m bench.bench_fleet --clusters 20 --records 250k --repeat 2 --memory 4g
+
+What a scheduled job does for many clusters at once: one directory holds every cluster's dump,
+`ROOT/<cluster>/__cluster_metadata-0/...`, and `kraft-replay watch ROOT --cluster-from-path --trigger available-now`
+takes everything new (here: all of it, into a fresh lake), ingests it per cluster and replays the clusters it
+touched, then stops.
+
+For each cluster `cNN` (N from 1) a realistic dump (`bench.realistic_log`, seed `--seed-base` + N - 1) is
+generated once into `<out>/logs/` and laid out, as hard links (copies across filesystems; never symlinks, which
+Spark's listing does not follow), under `<out>/runs/fleet-<clusters>x<records>/root/`. Every input is read once so
+that no measured run is the one that brings it into the page cache. Then, each as its own process and alternating:
+
+    Kafka DumpLogSegments --cluster-metadata-decoder on every segment and snapshot of every cluster (one process,
+                                                    output discarded)
+    kraft-replay watch ROOT --lake LAKE --cluster-from-path --trigger available-now   (a fresh lake; Spark's
+                                                    event log on)
+    Kafka DumpLogSegments (again)
+    ... the watch and Kafka's tool again, `--repeat` times in all
+
+Each run is measured as `bench.bench_pipeline` measures (wall, CPU of the whole process tree, its peak RSS, load
+average; Spark's jobs and stages from its event log). Then the answers are checked on the last watch's lake: for
+every cluster, `kraft-replay acls --lake LAKE --lake-cluster cNN --as-of-offset N --output json` (the lake's files
+read with delta-rs, no Spark) must list the live ACLs the generator recorded at N, one of the cluster's question
+offsets (a different one per cluster, in turn). A wrong answer is printed loudly and recorded, never asserted.
+
+Results: a short table, and everything (each run, the machine, each cluster's answer) in
+`<out>/fleet-<time>.json`. Figures are only comparable within one run on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import realistic_log
+from bench.bench_pipeline import (
+    OUT,
+    Run,
+    acl_answer,
+    become_subreaper,
+    cli,
+    directory_bytes,
+    dump_log_segments_command,
+    machine,
+    read_files,
+    run,
+    spark_conf_dir,
+)
+from replay.kafka import files as kfiles
+
+# A log line's level, and what follows it (the date in front differs from run to run): log4j's `WARN Utils: ...`,
+# Python's and the JVM's `WARNING: ...`; not a quoted level (Spark's `Setting default log level to "WARN".`).
+_LEVEL_RE = re.compile(r"\b(WARN|WARNING|ERROR|FATAL)\b:?\s+(\S.*)")
+
+
+@dataclass
+class Member:
+    """One cluster of the fleet: its dump as generated (cached) and where it is laid out under the root."""
+
+    name: str
+    seed: int
+    shape: realistic_log.LogShape
+    source: Path  # the cached dump directory (holds __cluster_metadata-0 and manifest.json)
+    manifest: dict[str, Any]
+    directory: Path  # ROOT/<name>
+
+    def files(self) -> list[Path]:
+        return realistic_log.dump_files(self.directory)
+
+    def question(self, turn: int) -> str:
+        """The offset to ask at (a manifest key): the generator's answer at the first NoOp at or after one of the
+        shape's question offsets, chosen by `turn` so that a fleet asks at several points of the log."""
+        answers: dict[str, int] = self.manifest["live_acls_after"]
+        offsets = self.shape.question_offsets()
+        wanted = offsets[turn % len(offsets)]
+        later = [k for k in answers if int(k) >= wanted]
+        return min(later, key=int) if later else max(answers, key=int)
+
+
+def lay_out(source: Path, target: Path) -> str:
+    """Put the dump's partition directory at `target` as hard links (the files are never written to), or as copies
+    where the two are on different filesystems; returns which. Not symlinks: Spark's listing does not follow them."""
+    target.mkdir(parents=True)
+    how = "hard links"
+    for path in sorted(source.iterdir()):
+        if not path.is_file():
+            continue
+        try:
+            os.link(path, target / path.name)
+        except OSError:
+            shutil.copy2(path, target / path.name)
+            how = "copies"
+    return how
+
+
+def notable_lines(log: Path, limit: int = 12) -> dict[str, Any]:
+    """The WARN/ERROR lines of a run's stderr, counted, with the first few distinct ones (date left off): what a
+    scheduled job's log would show its operator."""
+    counts = {"WARN": 0, "ERROR": 0, "FATAL": 0, "Traceback": 0}
+    distinct: list[str] = []
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return {"counts": counts, "first": distinct}
+    for line in text.splitlines():
+        if line.startswith("Traceback"):
+            counts["Traceback"] += 1
+        m = _LEVEL_RE.search(line)
+        if m is None:
+            continue
+        level = "WARN" if m.group(1) == "WARNING" else m.group(1)
+        counts[level] += 1
+        what = f"{level} {m.group(2)}"[:300]
+        if what not in distinct and len(distinct) < limit:
+            distinct.append(what)
+    return {"counts": counts, "first": distinct}
+
+
+def source_state() -> dict[str, Any]:
+    """The commit the measured code is at, and the files changed since (the watch measured is the working copy's);
+    read-only git commands, without optional locks."""
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", "--no-optional-locks", *args], capture_output=True, text=True,
+                                  cwd=Path(__file__).parent, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return done.stdout.strip("\n") if done.returncode == 0 else ""  # status lines begin with a space
+
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "changed": [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]}
+
+
+class Fleet:
+    """Every step of one fleet run."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work: Path = args.out / "runs" / f"fleet-{args.clusters}x{realistic_log.count_label(args.records)}"
+        self.root = self.work / "root"
+        self.runs: list[Run] = []
+        self.members: list[Member] = []
+        self.layout = "hard links"
+
+    def env(self, spark_label: str | None = None) -> tuple[dict[str, str], Path | None]:
+        env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY=self.args.memory, KRAFT_REPLAY_PROGRESS="0")
+        if spark_label is None:
+            return env, None
+        conf, events = spark_conf_dir(self.work / "spark", spark_label)
+        env["SPARK_CONF_DIR"] = str(conf)
+        return env, events
+
+    def step(self, name: str, cmd: list[str], spark: bool = False, stdout: Path | None = None,
+             quiet: bool = False) -> Run:
+        env, events = self.env(name if spark else None)
+        r = run(name, cmd, env, stdout=stdout, log=self.work / f"{name}.stderr", spark_events=events)
+        self.runs.append(r)
+        if not quiet:
+            extra = (f", Spark jobs {r.spark['jobs']}, stages {r.spark['stages']} "
+                     f"({r.spark['single_task_stages']} single-task)") if r.spark else ""
+            print(f"  {name}: {r.wall_s:,.1f} s wall, {r.cpu_s:,.1f} s CPU, peak {r.peak_rss_mib:,.0f} MiB over "
+                  f"{r.processes} processes, load {r.load_before:.2f} -> {r.load_after:.2f}, exit {r.exit}{extra}",
+                  flush=True)
+        return r
+
+    def prepare(self) -> None:
+        """Generate (or reuse) each cluster's dump and lay the fleet out under the root."""
+        a = self.args
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        width = max(2, len(str(a.clusters)))
+        partition = kfiles.METADATA_PARTITION_DIR
+        t = time.monotonic()
+        for i in range(a.clusters):
+            shape = realistic_log.LogShape(a.records, a.seed_base + i)
+            source, manifest = realistic_log.cached(shape, a.out / "logs")
+            name = f"c{i + 1:0{width}d}"
+            if lay_out(source / partition, self.root / name / partition) == "copies":
+                self.layout = "copies"
+            self.members.append(Member(name, shape.seed, shape, source, manifest, self.root / name))
+        records = sum(m.manifest["records"] for m in self.members)
+        print(f"fleet of {a.clusters} x {realistic_log.count_label(a.records)}: {records:,} records, "
+              f"{directory_bytes(self.root) / 2**20:,.1f} MiB in {len(self.all_files())} files under {self.root} "
+              f"({self.layout}; ready in {time.monotonic() - t:.1f} s)", flush=True)
+
+    def all_files(self) -> list[Path]:
+        return [p for m in self.members for p in m.files()]
+
+    def lake(self, i: int) -> Path:
+        return self.work / f"lake-{i}"
+
+    def execute(self) -> dict[str, Any]:
+        a = self.args
+        self.prepare()
+        paths = self.all_files()
+        read_files(paths)
+        load_start = os.getloadavg()
+        self.step("kafka_dump_all_1", dump_log_segments_command(paths))
+        for i in range(1, a.repeat + 1):
+            if i > 1:
+                shutil.rmtree(self.lake(i - 1), ignore_errors=True)  # only the last lake is asked
+            self.step(f"watch_{i}", cli("watch", str(self.root), "--lake", str(self.lake(i)), "--cluster-from-path",
+                                        "--trigger", "available-now", "--no-progress"),
+                      spark=True, stdout=self.work / f"watch_{i}.out")
+            self.step(f"kafka_dump_all_{i + 1}", dump_log_segments_command(paths))
+        load_end = os.getloadavg()
+        answers = self.check(self.lake(a.repeat))
+        result = self.summary(answers, load_start, load_end)
+        if not a.keep_lake:
+            shutil.rmtree(self.lake(a.repeat), ignore_errors=True)
+        return result
+
+    def check(self, lake: Path) -> list[dict[str, Any]]:
+        """Each cluster's live ACLs at one of its question offsets, from the lake without Spark, against the
+        generator's count."""
+        out: list[dict[str, Any]] = []
+        for turn, m in enumerate(self.members):
+            at = m.question(turn)
+            expected = m.manifest["live_acls_after"][at]
+            answer_file = self.work / f"acls-{m.name}.json"
+            r = self.step(f"acls_{m.name}", cli("acls", "--lake", str(lake), "--lake-cluster", m.name,
+                                                "--as-of-offset", at, "--output", "json"),
+                          stdout=answer_file, quiet=True)
+            got = {k: v for k, v in acl_answer(answer_file).items() if k != "ids"}
+            log = self.work / f"acls_{m.name}.stderr"
+            fell_back = log.exists() and "asking Spark instead" in log.read_text(errors="replace")
+            ok = r.exit == 0 and got.get("acls") == expected and got.get("uncertain") == 0
+            out.append({"cluster": m.name, "seed": m.seed, "as_of_offset": int(at), "expected": expected, **got,
+                        "exit": r.exit, "seconds": r.wall_s, "asked_spark_instead": fell_back, "ok": ok})
+            if not ok:
+                print(f"  !!! WRONG ANSWER: {m.name} at offset {at}: expected {expected} live ACLs, got {got} "
+                      f"(exit {r.exit}; {answer_file})", file=sys.stderr, flush=True)
+            if fell_back:
+                print(f"  !! {m.name}: acls --lake did not read the lake with delta-rs and asked Spark instead "
+                      f"(see {log})", file=sys.stderr, flush=True)
+        good = sum(1 for x in out if x["ok"])
+        asked = ", ".join(f"{x['cluster']}@{x['as_of_offset']}: {x.get('acls')}" for x in out)
+        print(f"  answers: {good}/{len(out)} as the generator recorded ({asked})", flush=True)
+        return out
+
+    def summary(self, answers: list[dict[str, Any]], load_start: tuple[float, float, float],
+                load_end: tuple[float, float, float]) -> dict[str, Any]:
+        kafka = [r for r in self.runs if r.name.startswith("kafka_dump_all")]
+        watches = [r for r in self.runs if r.name.startswith("watch_")]
+        best = min(watches, key=lambda r: r.wall_s)
+        kafka_s = min(r.wall_s for r in kafka)
+        records = sum(m.manifest["records"] for m in self.members)
+        return {
+            "clusters": len(self.members), "records_per_cluster": self.args.records, "records": records,
+            "input_bytes": directory_bytes(self.root), "files": len(self.all_files()), "layout": self.layout,
+            "root": str(self.root),
+            "members": [{"name": m.name, "seed": m.seed, "log": m.shape.name, "records": m.manifest["records"],
+                         "input_bytes": m.manifest["input_bytes"], "segments": len(m.manifest["segments"]),
+                         "snapshots": len(m.manifest["snapshots"])} for m in self.members],
+            "kafka_dump_all_seconds": kafka_s, "kafka_dump_all_runs": [r.wall_s for r in kafka],
+            "kafka_records_per_second": round(records / kafka_s),
+            "watch_seconds": best.wall_s, "watch_runs": [r.wall_s for r in watches], "watch_best": best.name,
+            "watch_over_kafka": round(best.wall_s / kafka_s, 2),
+            "watch_records_per_second": round(records / best.wall_s),
+            "watch_cpu_seconds": best.cpu_s, "watch_peak_rss_mib": best.peak_rss_mib,
+            "watch_exit": [r.exit for r in watches], "watch_spark": best.spark,
+            "watch_stdout": (self.work / f"{best.name}.out").read_text(errors="replace")
+            if (self.work / f"{best.name}.out").exists() else "",
+            "watch_stderr": {r.name: notable_lines(self.work / f"{r.name}.stderr") for r in watches},
+            "load_start": load_start, "load_end": load_end,
+            "answers": answers, "answers_ok": sum(1 for x in answers if x["ok"]), "answers_total": len(answers),
+            "runs": [asdict(r) for r in self.runs],
+        }
+
+
+def table(r: dict[str, Any]) -> list[str]:
+    """The figures people compare, one line for the fleet."""
+    sp = r.get("watch_spark") or {}
+    head = ("clusters", "records in all", "input MiB", "Kafka s", "watch s", "x Kafka", "watch CPU s", "peak GiB",
+            "Spark jobs/stages", "load before -> after", "answers ok")
+    row = (str(r["clusters"]), f"{r['records']:,}", f"{r['input_bytes'] / 2**20:,.1f}",
+           f"{r['kafka_dump_all_seconds']:.1f}", f"{r['watch_seconds']:.1f}", f"{r['watch_over_kafka']:.1f}",
+           f"{r['watch_cpu_seconds']:.1f}", f"{r['watch_peak_rss_mib'] / 1024:.2f}",
+           f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}",
+           f"{r['load_start'][0]:.2f} -> {r['load_end'][0]:.2f}", f"{r['answers_ok']}/{r['answers_total']}")
+    widths = [max(len(h), len(c)) for h, c in zip(head, row, strict=True)]
+    return ["  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in (head, row)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clusters", type=int, default=10, help="how many clusters' dumps under the one root")
+    ap.add_argument("--records", type=realistic_log.parse_count, default=realistic_log.parse_count("200k"),
+                    help="records per cluster's dump: 20k, 200k, 1m")
+    ap.add_argument("--seed-base", type=int, default=1, help="cluster N's dump is generated with seed SEED_BASE + N - 1")
+    ap.add_argument("--memory", default="2g", help="Spark driver memory (KRAFT_REPLAY_DRIVER_MEMORY)")
+    ap.add_argument("--repeat", type=int, default=1, help="watch runs, each followed by Kafka's tool again")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--keep-lake", action="store_true", help="keep the last watch's lake (its answers are checked)")
+    args = ap.parse_args(argv)
+    if args.clusters < 1 or args.repeat < 1:
+        ap.error("--clusters and --repeat must be at least 1")
+
+    become_subreaper()
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    doc: dict[str, Any] = {"started": stamp, "machine": machine(), "load_start": os.getloadavg(),
+                           "argv": sys.argv[1:], "source": source_state(),
+                           "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
+    print(f"{doc['machine']['cpus']} CPUs, {doc['machine']['memory_gib']} GiB, {doc['machine']['java']}; "
+          f"load {' '.join(f'{x:.2f}' for x in doc['load_start'])}", flush=True)
+    result = Fleet(args).execute()
+    doc["result"] = result
+    doc["load_end"] = os.getloadavg()
+    path = args.out / f"fleet-{stamp}.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print("\n".join(table(result)))
+    for name, seen in result["watch_stderr"].items():
+        counts = {k: v for k, v in seen["counts"].items() if v}
+        if counts:
+            print(f"{name} stderr: {counts}; first: {seen['first'][:3]}")
+    if result["answers_ok"] != result["answers_total"]:
+        print(f"!!! {result['answers_total'] - result['answers_ok']} of {result['answers_total']} clusters gave a "
+              "wrong answer (see `answers` in the results)", file=sys.stderr)
+    print(f"results: {path}")
+
+
+if __name__ == "__main__":
+    main()
