@@ -189,8 +189,13 @@ def _hidden_metadata_dirs(local_dir: str) -> list[str]:
 
 
 def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, int]]:
-    """Every file under `roots` as `(uri, length)`, listed by Spark's binaryFile source without reading content."""
+    """Every file under `roots` as `(uri, length)`, listed by Spark's binaryFile source without reading content.
+
+    The roots on this machine are listed together, in one Spark job: a watch's micro-batch names each new file, and
+    a job per file cost about 70 ms a file (a cluster's 5 files, warm: 340-480 ms against 110-130 ms). Should that
+    listing fail, each root is listed alone, so that the error names the one that failed."""
     out: list[tuple[str, int]] = []
+    here: list[tuple[str, list[str]]] = []  # local roots, each with its hidden metadata directories
     for root in roots:
         local = local_path_of(root)
         if local is not None and not os.path.exists(local) and _scheme(root) is None:
@@ -198,11 +203,7 @@ def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, in
         if local is not None:
             if not os.path.exists(local):
                 raise IngestError(f"{root} does not exist")
-            extra = _hidden_metadata_dirs(local) if os.path.isdir(local) else []
-            try:
-                out += _listing(spark, [root, *extra])
-            except Exception as e:
-                raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
+            here.append((root, [root, *(_hidden_metadata_dirs(local) if os.path.isdir(local) else [])]))
             continue
         try:  # two paths: Spark then skips its metadata-directory probe (a stack trace in the log for globs)
             out += _listing(spark, [root, root.rstrip("/") + "/" + METADATA_DIR_GLOB])
@@ -214,6 +215,15 @@ def list_inputs(spark: SparkSession, roots: Sequence[str]) -> list[tuple[str, in
                     raise IngestError(f"{root} does not exist (neither here nor on Spark's default filesystem)"
                                       ) from e
                 raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
+    if here:
+        try:
+            out += _listing(spark, [p for _root, paths in here for p in paths])
+        except Exception:
+            for root, paths in here:
+                try:
+                    out += _listing(spark, paths)
+                except Exception as e:
+                    raise IngestError(f"cannot list {root}: {_first_line(e)}") from e
     return out
 
 

@@ -603,6 +603,33 @@ def test_nothing_to_read(spark: Any, tmp_path: Any) -> None:
 
 
 @pytest.mark.spark
+def test_local_inputs_are_listed_in_one_job_and_a_failure_names_its_root(
+        spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch names each new file: listed together (one Spark job), not one job a file; when that listing fails,
+    the error names the input that could not be listed, not the first one given."""
+    for name in ("00000000000000000000.log", "00000000000000000010.log", "00000000000000000005-0000000001.checkpoint"):
+        (tmp_path / name).write_bytes(b"x" * 10)
+    given = sorted(str(f) for f in tmp_path.iterdir())
+    real = ingest_plan._listing
+    calls: list[list[str]] = []
+
+    def listing(session: Any, paths: list[str]) -> list[tuple[str, int]]:
+        calls.append(paths)
+        if any(p.endswith("010.log") for p in paths):
+            raise RuntimeError("permission denied")
+        return real(session, paths)
+
+    monkeypatch.setattr(ingest_plan, "_listing", listing)
+    listed = ingest_plan.list_inputs(spark, [g for g in given if not g.endswith("010.log")])
+    assert len(calls) == 1 and sorted(u.removeprefix("file:") for u, _ in listed) == \
+        [g for g in given if not g.endswith("010.log")]
+    calls.clear()
+    with pytest.raises(IngestError, match=r"cannot list .*00000000000000000010\.log: permission denied"):
+        ingest_plan.list_inputs(spark, given)
+    assert len(calls) > 1  # together, then one by one until the one that fails
+
+
+@pytest.mark.spark
 def test_files_no_executor_can_open_fail_the_ingest(spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
                                                     ) -> None:
     """A cluster whose executors cannot see the driver's disk: every file is unreadable there, and the ingest says
