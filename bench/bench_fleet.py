@@ -57,7 +57,7 @@ from bench.bench_pipeline import (
     machine,
     read_files,
     run,
-    spark_conf_dir,
+    run_env,
 )
 from replay.kafka import files as kfiles
 
@@ -155,17 +155,9 @@ class Fleet:
         self.members: list[Member] = []
         self.layout = "hard links"
 
-    def env(self, spark_label: str | None = None) -> tuple[dict[str, str], Path | None]:
-        env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY=self.args.memory, KRAFT_REPLAY_PROGRESS="0")
-        if spark_label is None:
-            return env, None
-        conf, events = spark_conf_dir(self.work / "spark", spark_label)
-        env["SPARK_CONF_DIR"] = str(conf)
-        return env, events
-
     def step(self, name: str, cmd: list[str], spark: bool = False, stdout: Path | None = None,
              quiet: bool = False) -> Run:
-        env, events = self.env(name if spark else None)
+        env, events = run_env(self.args.memory, self.work, name if spark else None)
         r = run(name, cmd, env, stdout=stdout, log=self.work / f"{name}.stderr", spark_events=events)
         self.runs.append(r)
         if not quiet:

@@ -278,6 +278,17 @@ def read_files(paths: list[Path]) -> None:
                 pass
 
 
+def run_env(memory: str, work: Path, spark_label: str | None = None) -> tuple[dict[str, str], Path | None]:
+    """A measured command's environment (the driver memory, no progress bars) and, for a Spark run named
+    `spark_label`, the directory its event log goes to (`spark_conf_dir` under `work/spark`)."""
+    env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY=memory, KRAFT_REPLAY_PROGRESS="0")
+    if spark_label is None:
+        return env, None
+    conf, events = spark_conf_dir(work / "spark", spark_label)
+    env["SPARK_CONF_DIR"] = str(conf)
+    return env, events
+
+
 class SizeRun:
     """Every step for one generated dump."""
 
@@ -294,12 +305,7 @@ class SizeRun:
         self.runs: list[Run] = []
 
     def env(self, spark_label: str | None = None) -> tuple[dict[str, str], Path | None]:
-        env = dict(os.environ, KRAFT_REPLAY_DRIVER_MEMORY=self.args.memory, KRAFT_REPLAY_PROGRESS="0")
-        if spark_label is None:
-            return env, None
-        conf, events = spark_conf_dir(self.work / "spark", spark_label)
-        env["SPARK_CONF_DIR"] = str(conf)
-        return env, events
+        return run_env(self.args.memory, self.work, spark_label)
 
     def step(self, name: str, cmd: list[str], spark: bool = False, stdout: Path | None = None) -> Run:
         env, events = self.env(name if spark else None)
