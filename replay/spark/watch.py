@@ -40,9 +40,9 @@ log = logging.getLogger("replay.spark.watch")
 AVAILABLE_NOW = "available-now"
 _INTERVAL_RE = re.compile(r"^\s*(\d+)\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours)\s*$")
 _UNIT = {"s": "seconds", "m": "minutes", "h": "hours"}
-# The directories Spark's listing skips, named by a glob (up to four levels below the root).
 # Clusters ingested side by side in one micro-batch (`ingest_clusters`).
 CLUSTERS_AT_ONCE = 3
+# The directories Spark's listing skips, named by a glob (up to four levels below the root).
 _METADATA_DIRS = "{,*/,*/*/,*/*/*/}" + kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0] + "-*"
 
 

@@ -113,7 +113,7 @@ def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path
     assert offsets == log.end_offset  # every offset of the dump
 
 
-@pytest.mark.slow  # six small ingests: about a minute
+@pytest.mark.slow  # ten small ingests: about a minute
 def test_clusters_ingested_side_by_side_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path) -> None:
     """`ingest_clusters` runs a micro-batch's per-cluster ingests at once: the lake gets the rows one ingest after
     the other gives; a cluster whose ingest fails does not stop the others, and its error is raised after them."""
