@@ -27,7 +27,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -55,12 +55,12 @@ from replay.spark.ingest_rows import DECODED_FIELDS
 from replay.spark.ingest_summary import rows_per_copy, summarise, summary_rows
 from replay.spark.ingest_summary_rows import SUMMARY_FIELDS
 from replay.spark.ingest_tally import no_repeated_keys
-from replay.spark.ingest_write import own_session, write_quarantine, write_records
+from replay.spark.ingest_write import ClusterRows, own_session, write_quarantine, write_records
 from replay.spark.session import keeps_active_session, step
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
 # `ingest` raises these errors and returns the report: callers import them from here
-__all__ = ["IngestError", "IngestReport", "StrictIngestError", "ingest"]
+__all__ = ["IngestError", "IngestReport", "StrictIngestError", "ingest", "ingest_clusters"]
 
 log = logging.getLogger("replay.spark.ingest")
 
@@ -71,16 +71,17 @@ DECODED_SCHEMA = StructType([StructField(n, _SPARK_TYPES[t], True) for n, t in D
 SUMMARY_SCHEMA = StructType([StructField(n, _SPARK_TYPES[t], True) for n, t in SUMMARY_FIELDS])
 
 
-def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None, summary: bool = False
-                ) -> DataFrame:
+def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None, summary: bool = False,
+                total: int | None = None) -> DataFrame:
     """A DataFrame of `DECODED_SCHEMA` rows for the planned entries (files or pieces), or with `summary` of the
-    summary pass's `SUMMARY_SCHEMA` rows (`ingest_summary_rows`); nothing runs until an action."""
+    summary pass's `SUMMARY_SCHEMA` rows (`ingest_summary_rows`); nothing runs until an action. `total`: the bytes
+    of the whole ingest when `plan` is one cluster's part of it (`pack_tasks`)."""
     schema = SUMMARY_SCHEMA if summary else DECODED_SCHEMA
     direct = [f for f in plan if f.open_with != "spark"]
     via_spark = {f.uri: f for f in plan if f.open_with == "spark"}
     frames: list[DataFrame] = []
     if direct:
-        tasks = pack_tasks(direct, _cores(spark))
+        tasks = pack_tasks(direct, _cores(spark), total)
         frames.append(spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
             make_stream_decoder(tasks, counters, summary), schema))
     if via_spark:
@@ -187,17 +188,117 @@ def ingest(
     with different secrets apart), and a warning is logged when they are kept.
     Raises `IngestError` when there is nothing to read. Returns what was read and written.
     """
+    path_list = [paths] if isinstance(paths, str | os.PathLike) else [str(p) for p in paths]
+    reports, failed = ingest_clusters(spark, {cluster: path_list}, lake, strict, progress,
+                                      ingest_ids={cluster: ingest_id} if ingest_id else None,
+                                      split_bytes=split_bytes, show_secrets=show_secrets)
+    if cluster in failed:
+        raise failed[cluster]
+    return reports[cluster]
+
+
+@dataclasses.dataclass
+class _Share:
+    """One cluster's part of an ingest: what it reads (`plan`, in pieces: `parts`), its decoding tasks' counters
+    and rows, and its report."""
+
+    report: IngestReport
+    paths: list[str]
+    plan: list[PlannedFile]
+    parts: list[PlannedFile] = dataclasses.field(default_factory=list)
+    counters: Any = None
+    decoded: DataFrame | None = None
+    cached: bool = False
+
+
+@keeps_active_session
+def ingest_clusters(
+    spark: SparkSession,
+    work: Mapping[str, Sequence[str]],
+    lake: Lake | str | None = None,
+    strict: bool = False,
+    progress: bool = True,
+    *,
+    ingest_ids: Mapping[str, str] | None = None,
+    listed: Mapping[str, Sequence[tuple[str, int]]] | None = None,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    show_secrets: bool = False,
+) -> tuple[dict[str, IngestReport], dict[str, Exception]]:
+    """Ingest the dumps of many clusters at once (`work`: cluster -> paths, as `ingest` takes them): one decoding
+    job, one summary, one commit per table for all of them (a watch's micro-batch of many small clusters paid a
+    second or more per cluster in jobs and commits of its own). `listed`: each cluster's files under its paths,
+    listed already (a watch's new files), so not listed again. Returns each cluster's report, and the error of each
+    cluster that could not be ingested (nothing to read, or problems under `strict`): the others are written all
+    the same. An error in a write is raised."""
     started = time.monotonic()
-    cluster = _check_cluster(cluster)
     lake = lake if isinstance(lake, Lake) else Lake(spark, lake)
     spark = own_session(spark)
-    path_list = [paths] if isinstance(paths, str | os.PathLike) else [str(p) for p in paths]
+    shares: dict[str, _Share] = {}
+    failed: dict[str, Exception] = {}
+    for name, paths in work.items():
+        try:
+            shares[name] = _planned(spark, lake, name, list(paths), strict, (ingest_ids or {}).get(name),
+                                    None if listed is None else listed.get(name), show_secrets, progress)
+        except Exception as e:
+            failed[name] = e
+    if not shares:
+        return {}, failed
+    plan = [f for share in shares.values() for f in share.plan]
+    total = sum(f.length for f in plan)
+    via_spark = sum(1 for f in plan if f.open_with == "spark")
+    progress_ui.say(
+        f"decoding {len(plan)} file(s), {total:,} bytes"
+        + (f" of {len(shares)} clusters" if len(shares) > 1 else "") + ", on the executors"
+        + (f" ({via_spark} read through Spark binaryFile)" if via_spark else ""),
+        progress,
+    )
+    piece = split_for_cores(plan, split_bytes, _cores(spark))
+    joint = total if len(shares) > 1 else None  # many clusters: their tasks sized by the whole ingest's bytes
+    summarised: list[DataFrame] = []
+    for name, share in shares.items():
+        share.parts = split_plan(share.plan, piece)
+        share.counters = _counters(spark)
+        # The compiled decoder decodes faster than Spark caches its rows: the summary's pass and the write's decode
+        # each file again (10M records: 130 s and a 2.9 GiB peak against 145 s and 3.5 GiB with the rows cached on
+        # disk)
+        share.decoded = decode_plan(spark, share.parts, share.counters, total=joint)
+        share.cached = not native.enabled() and persist_decoded(share.decoded, total)
+        if share.cached:  # the summary's pass reads the cached rows
+            rows = summary_rows(share.decoded)
+        else:  # it decodes into just the rows it needs (`ingest_summary_rows`), and only its tasks count and tally
+            rows = decode_plan(spark, share.parts, share.counters, summary=True, total=joint)
+            share.decoded = decode_plan(spark, share.parts, total=joint)
+        summarised.append(rows.withColumn("cluster_id", F.lit(name)) if len(shares) > 1 else rows)
+    try:
+        summary = _summarise(spark, shares, summarised, total, progress)
+        written: list[ClusterRows] = []
+        for name, share in shares.items():
+            try:
+                written.append(_checked(share, [r for r in summary if len(shares) == 1 or r["cluster_id"] == name],
+                                        strict))
+            except IngestError as e:
+                failed[name] = e
+        _write(spark, lake, written, progress)
+    finally:
+        for share in shares.values():
+            if share.cached and share.decoded is not None:
+                with contextlib.suppress(Exception):
+                    share.decoded.unpersist()
+    seconds = time.monotonic() - started
+    for share in shares.values():
+        share.report.seconds = seconds
+    return {name: share.report for name, share in shares.items() if name not in failed}, failed
+
+
+def _planned(spark: SparkSession, lake: Lake, name: str, path_list: list[str], strict: bool, ingest_id: str | None,
+             listed: Sequence[tuple[str, int]] | None, show_secrets: bool, progress: bool) -> _Share:
+    """One cluster's files, listed (unless `listed`) and classified; `IngestError` when there is nothing to read."""
+    cluster = _check_cluster(name)
     if not path_list:
         raise IngestError("no input paths given")
     report = IngestReport(ingest_id or uuid.uuid4().hex, cluster, lake.location, strict)
-
     progress_ui.say(f"ingest {report.ingest_id}: listing {', '.join(map(str, path_list))}", progress)
-    plan, ignored = plan_files(spark, [str(p) for p in path_list])
+    plan, ignored = plan_files(spark, path_list, listed)
     if show_secrets:
         log.warning("ingest %s keeps SCRAM credentials and password configs in the lake %s as the log holds them",
                     report.ingest_id, lake.location)
@@ -208,119 +309,124 @@ def ingest(
             f"no metadata log files under {', '.join(map(str, path_list))}"
             + (f" ({len(ignored)} other file(s) ignored)" if ignored else "")
         )
-    total = sum(f.length for f in plan)
-    via_spark = sum(1 for f in plan if f.open_with == "spark")
-    progress_ui.say(
-        f"decoding {len(plan)} file(s), {total:,} bytes, on the executors"
-        + (f" ({via_spark} read through Spark binaryFile)" if via_spark else ""),
-        progress,
-    )
+    return _Share(report, path_list, plan)
 
-    parts = split_plan(plan, split_for_cores(plan, split_bytes, _cores(spark)))
-    unit = "files" if len(parts) == len(plan) else "parts"
-    counters = _counters(spark)
-    # The compiled decoder decodes faster than Spark caches its rows: the summary's pass and the write's decode
-    # each file again (10M records: 130 s and a 2.9 GiB peak against 145 s and 3.5 GiB with the rows cached on disk)
-    decoded = decode_plan(spark, parts, counters)
-    cached = not native.enabled() and persist_decoded(decoded, total)
-    if cached:  # the summary's pass reads the cached rows
-        summarised = summary_rows(decoded)
-    else:  # it decodes into just the rows it needs (`ingest_summary_rows`), and only its tasks count and tally
-        summarised = decode_plan(spark, parts, counters, summary=True)
-        decoded = decode_plan(spark, parts)
-    try:
-        if counters is not None:
-            def read() -> tuple[float, str]:
-                return float(counters[1].value), f"{counters[0].value}/{len(parts)} {unit}"
 
-            with progress_ui.poll(read, total=float(total), desc="decode", unit="B", unit_scale=True,
-                                  enabled=progress), step(spark, "ingest: decode"):
-                summary = summarise(summarised)
-        else:
-            with step(spark, "ingest: decode"):
-                summary = summarise(summarised)
+def _summarise(spark: SparkSession, shares: dict[str, _Share], rows: list[DataFrame], total: int,
+               progress: bool) -> list[Any]:
+    """The summary pass over every cluster's rows (one Spark job), with a bar of the files decoded."""
+    counters = [s.counters for s in shares.values() if s.counters is not None]
+    parts = sum(len(s.parts) for s in shares.values())
+    unit = "files" if parts == sum(len(s.plan) for s in shares.values()) else "parts"
+    union = rows[0]
+    for other in rows[1:]:
+        union = union.unionByName(other)
+    if not counters:
+        with step(spark, "ingest: decode"):
+            return summarise(union)
 
-        tallies = None if counters is None else list(counters[2].value)
-        sniffed_out: set[str] = set()
-        problems: Counter[str] = Counter()
-        streams: Counter[str] = Counter()
-        log_lo: int | None = None
-        log_hi: int | None = None
-        snapshots: set[tuple[int, int]] = set()
-        copies: set[tuple[str | None, int | None, int | None]] = set()  # (stream, end, epoch) of non-log rows
-        for row in summary:
-            if row["row_type"] == "I":
-                sniffed_out.update(row["ignored"])
-            elif row["row_type"] == "Q":
-                problems[row["kind"]] += int(row["n"])
-            elif row["row_type"] == "R":
-                streams[row["stream"] or "log"] += int(row["n"])
-                if row["stream"] == "log" and row["min_offset"] is not None:
-                    log_lo = row["min_offset"] if log_lo is None else min(log_lo, row["min_offset"])
-                    log_hi = row["max_offset"] if log_hi is None else max(log_hi, row["max_offset"])
-                if row["stream"] == "snapshot" and row["snapshot_end_offset"] is not None:
-                    snapshots.add((int(row["snapshot_end_offset"]), int(row["snapshot_epoch"] or 0)))
-                if row["stream"] != "log":
-                    copies.add((row["stream"], row["snapshot_end_offset"], row["snapshot_epoch"]))
-        report.files = [f.uri for f in plan if f.uri not in sniffed_out]
-        report.ignored = ignored + sorted(sniffed_out)
-        report.bytes = sum(f.length for f in plan if f.uri not in sniffed_out)
-        report.records = sum(streams.values())
-        report.records_by_stream = dict(streams)
-        report.problems = sum(problems.values())
-        report.problems_by_kind = dict(problems)
-        report.log_offsets = (int(log_lo), int(log_hi)) if log_lo is not None and log_hi is not None else None
-        report.snapshots = sorted(snapshots)
+    def read() -> tuple[float, str]:
+        return (float(sum(c[1].value for c in counters)), f"{sum(c[0].value for c in counters)}/{parts} {unit}")
 
-        if not report.files:
-            raise IngestError(f"no metadata log files under {', '.join(map(str, path_list))} "
-                              f"({len(report.ignored)} other file(s) ignored)")
-        if not streams and problems.get(ProblemKind.UNREADABLE_FILE.value, 0) >= len(report.files):
-            raise IngestError(
-                f"the executors could not open any of the {len(report.files)} input file(s); nothing was written. "
-                "On a cluster the dumps must be where every node can read them (object storage, HDFS, a shared "
-                "mount, or /Volumes on Databricks), not on the driver's local disk")
-        if strict and report.problems:
-            first = (
-                decoded.filter(F.col("row_type") == "Q")
-                .select("source_file", "file_position", "offset", "kind", "message")
-                .orderBy("source_file", "file_position", "offset")
-                .limit(10)
-                .collect()
-            )
-            described = [
-                f"{r['kind']}: {r['source_file']}"
-                + (f", byte {r['file_position']}" if r["file_position"] is not None else "")
-                + (f", offset {r['offset']}" if r["offset"] is not None else "")
-                + f": {r['message']}"
-                for r in first
-            ]
-            kinds = ", ".join(f"{k} {v}" for k, v in sorted(problems.items()))
-            raise StrictIngestError(
-                f"strict ingest refused: {report.problems} problem(s) in the input ({kinds}); nothing was written.\n"
-                + "\n".join("  " + d for d in described),
-                dict(problems),
-                described,
-            )
+    with progress_ui.poll(read, total=float(total), desc="decode", unit="B", unit_scale=True,
+                          enabled=progress), step(spark, "ingest: decode"):
+        return summarise(union)
 
-        for table in (METADATA_RECORDS, QUARANTINE):
-            lake.ensure(table)
-        # An empty side is skipped: an insert-only MERGE of nothing would not commit anyway.
-        if report.records:
-            progress_ui.say(f"writing {METADATA_RECORDS} ({report.records:,} records decoded)", progress)
-            with step(spark, f"ingest: write {METADATA_RECORDS}"):
-                # the tallies of the summary's pass (`tallies`, read right after it)
-                unique = tallies is not None and no_repeated_keys(tallies, rows_per_copy(summary))
-                report.records_new = write_records(spark, lake, decoded, report, copies, summary, unique)
-        if report.problems:
-            progress_ui.say(f"writing {QUARANTINE} ({report.problems:,} problems found)", progress)
-            with step(spark, f"ingest: write {QUARANTINE}"):
-                report.problems_new = write_quarantine(spark, lake, decoded, report)
-        report.committed = {METADATA_RECORDS: report.records_new > 0, QUARANTINE: report.problems_new > 0}
-        report.versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
-    finally:
-        if cached:
-            with contextlib.suppress(Exception):
-                decoded.unpersist()
-    report.seconds = time.monotonic() - started
-    return report  # the caller prints it (`str(report)`): the CLI on stdout, the notebook in its cell
+
+def _checked(share: _Share, summary: list[Any], strict: bool) -> ClusterRows:
+    """The cluster's report filled from its summary rows, and what its write needs; `IngestError` when none of its
+    files could be read, `StrictIngestError` for problems under `strict` (nothing of it is written)."""
+    report, decoded = share.report, share.decoded
+    assert decoded is not None
+    tallies = None if share.counters is None else list(share.counters[2].value)
+    sniffed_out: set[str] = set()
+    problems: Counter[str] = Counter()
+    streams: Counter[str] = Counter()
+    log_lo: int | None = None
+    log_hi: int | None = None
+    snapshots: set[tuple[int, int]] = set()
+    copies: set[tuple[str | None, int | None, int | None]] = set()  # (stream, end, epoch) of non-log rows
+    for row in summary:
+        if row["row_type"] == "I":
+            sniffed_out.update(row["ignored"])
+        elif row["row_type"] == "Q":
+            problems[row["kind"]] += int(row["n"])
+        elif row["row_type"] == "R":
+            streams[row["stream"] or "log"] += int(row["n"])
+            if row["stream"] == "log" and row["min_offset"] is not None:
+                log_lo = row["min_offset"] if log_lo is None else min(log_lo, row["min_offset"])
+                log_hi = row["max_offset"] if log_hi is None else max(log_hi, row["max_offset"])
+            if row["stream"] == "snapshot" and row["snapshot_end_offset"] is not None:
+                snapshots.add((int(row["snapshot_end_offset"]), int(row["snapshot_epoch"] or 0)))
+            if row["stream"] != "log":
+                copies.add((row["stream"], row["snapshot_end_offset"], row["snapshot_epoch"]))
+    report.files = [f.uri for f in share.plan if f.uri not in sniffed_out]
+    report.ignored = report.ignored + sorted(sniffed_out)
+    report.bytes = sum(f.length for f in share.plan if f.uri not in sniffed_out)
+    report.records = sum(streams.values())
+    report.records_by_stream = dict(streams)
+    report.problems = sum(problems.values())
+    report.problems_by_kind = dict(problems)
+    report.log_offsets = (int(log_lo), int(log_hi)) if log_lo is not None and log_hi is not None else None
+    report.snapshots = sorted(snapshots)
+
+    named = ", ".join(map(str, share.paths))
+    if not report.files:
+        raise IngestError(f"no metadata log files under {named} ({len(report.ignored)} other file(s) ignored)")
+    if not streams and problems.get(ProblemKind.UNREADABLE_FILE.value, 0) >= len(report.files):
+        raise IngestError(
+            f"the executors could not open any of the {len(report.files)} input file(s); nothing was written. "
+            "On a cluster the dumps must be where every node can read them (object storage, HDFS, a shared "
+            "mount, or /Volumes on Databricks), not on the driver's local disk")
+    if strict and report.problems:
+        first = (
+            decoded.filter(F.col("row_type") == "Q")
+            .select("source_file", "file_position", "offset", "kind", "message")
+            .orderBy("source_file", "file_position", "offset")
+            .limit(10)
+            .collect()
+        )
+        described = [
+            f"{r['kind']}: {r['source_file']}"
+            + (f", byte {r['file_position']}" if r["file_position"] is not None else "")
+            + (f", offset {r['offset']}" if r["offset"] is not None else "")
+            + f": {r['message']}"
+            for r in first
+        ]
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(problems.items()))
+        raise StrictIngestError(
+            f"strict ingest refused: {report.problems} problem(s) in the input ({kinds}); nothing was written.\n"
+            + "\n".join("  " + d for d in described),
+            dict(problems),
+            described,
+        )
+    # the tallies of the summary's pass (`tallies`, read right after it)
+    unique = tallies is not None and no_repeated_keys(tallies, rows_per_copy(summary))
+    return ClusterRows(decoded, report, summary, copies, unique)
+
+
+def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], progress: bool) -> None:
+    """Each table's rows of every cluster in one commit (`ingest_write`), and the clusters' reports told so."""
+    if not parts:
+        return
+    for table in (METADATA_RECORDS, QUARANTINE):
+        lake.ensure(table)
+    # An empty side is skipped: an insert-only MERGE of nothing would not commit anyway.
+    records = [p for p in parts if p.report.records]
+    if records:
+        decoded = sum(p.report.records for p in records)
+        progress_ui.say(f"writing {METADATA_RECORDS} ({decoded:,} records decoded)", progress)
+        with step(spark, f"ingest: write {METADATA_RECORDS}"):
+            for cluster, n in write_records(spark, lake, records).items():
+                next(p for p in records if p.cluster == cluster).report.records_new = n
+    problems = [p for p in parts if p.report.problems]
+    if problems:
+        found = sum(p.report.problems for p in problems)
+        progress_ui.say(f"writing {QUARANTINE} ({found:,} problems found)", progress)
+        with step(spark, f"ingest: write {QUARANTINE}"):
+            for cluster, n in write_quarantine(spark, lake, problems).items():
+                next(p for p in problems if p.cluster == cluster).report.problems_new = n
+    versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
+    for p in parts:
+        p.report.committed = {METADATA_RECORDS: p.report.records_new > 0, QUARANTINE: p.report.problems_new > 0}
+        p.report.versions = dict(versions)

@@ -232,10 +232,12 @@ def _first_line(error: Exception) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def plan_files(spark: SparkSession, paths: Sequence[str]) -> tuple[list[PlannedFile], list[str]]:
-    """List `paths` with Spark (names and sizes only) and decide each file's kind and how executors open it."""
+def plan_files(spark: SparkSession, paths: Sequence[str], listed: Sequence[tuple[str, int]] | None = None
+               ) -> tuple[list[PlannedFile], list[str]]:
+    """List `paths` with Spark (names and sizes only) and decide each file's kind and how executors open it.
+    `listed`: the files under `paths` as `(uri, length)`, listed already (a watch's new files): not listed again."""
     roots = input_roots(paths)
-    planned, ignored = classify_listing(roots, list_inputs(spark, roots))
+    planned, ignored = classify_listing(roots, list_inputs(spark, roots) if listed is None else listed)
     probes: dict[str, str] = {}
     out = []
     for f in planned:
@@ -287,12 +289,13 @@ TASK_BYTES = 16 * 1024 * 1024
 MAX_TASKS = 4096
 
 
-def pack_tasks(plan: Sequence[PlannedFile], cores: int) -> list[list[PlannedFile]]:
+def pack_tasks(plan: Sequence[PlannedFile], cores: int, total: int | None = None) -> list[list[PlannedFile]]:
     """The entries each decoding task takes: an entry of `TASK_BYTES` or more alone; smaller ones together, of one
     kind and in log order (snapshots by end offset, segments by base offset), so that a task's rows, and so the
     files it writes, cover one stretch of offsets. Less than `TASK_BYTES` a task when the input is small, so that
-    every core gets work; the biggest tasks first."""
-    total = sum(f.size for f in plan)
+    every core gets work; the biggest tasks first. `total`: the bytes the cores share when `plan` is one cluster's
+    part of an ingest of many (its own bytes by default)."""
+    total = sum(f.size for f in plan) if total is None else total
     target = max(1, min(TASK_BYTES, -(-total // (2 * max(cores, 1)))))
     tasks: list[list[PlannedFile]] = []
     small: dict[str, list[PlannedFile]] = {}

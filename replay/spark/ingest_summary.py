@@ -30,12 +30,14 @@ def summarise(rows: DataFrame) -> list[Any]:
     (`ingest_summary_rows.SUMMARY_FIELDS`: each stands for `_n` decoded rows with offsets `_lo` to `_hi`): the only
     thing collected from the data. A copy is a snapshot or bootstrap file (or dump-log text section) for record rows,
     the file (or section) for problems, none for log records; a copy's row carries its digest
-    (`_copy_digest_columns`), so which copies are repeats is decided from this one pass (`copies_to_drop`)."""
+    (`_copy_digest_columns`), so which copies are repeats is decided from this one pass (`copies_to_drop`). Rows
+    that carry a `cluster_id` (an ingest of many clusters) are summarised per cluster too."""
+    by_cluster = ["cluster_id"] if "cluster_id" in rows.columns else []
     is_record_copy = (F.col("row_type") == "R") & (F.col("stream") != "log")
     is_copy = (F.col("row_type") == "Q") | is_record_copy
     h1, h2 = _copy_digest_columns()
     return (
-        rows.groupBy("row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
+        rows.groupBy(*by_cluster, "row_type", "stream", "snapshot_end_offset", "snapshot_epoch", "kind",
                      *[F.when(is_copy, F.col(c)).alias(c) for c in COPY_KEY])
         .agg(
             F.sum("_n").alias("n"),

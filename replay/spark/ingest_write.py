@@ -1,5 +1,6 @@
 """The ingest's writes: its rows into `metadata_records` and `quarantine`, one Delta commit per table whose
-`userMetadata` names the cluster, the ingest, the files and the offset range.
+`userMetadata` names the cluster, the ingest, the files and the offset range (an ingest of many clusters at once: each
+of them).
 
 Idempotent: a row is inserted only where the table does not hold its key (`RECORD_KEY`; for a problem, its content
 hash), so re-ingesting what the lake holds makes no commit at all. `metadata_records` is written first: a crash
@@ -11,10 +12,12 @@ different `cluster_id` partitions and do not conflict.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -42,23 +45,35 @@ _NULLABLE_KEY = ("snapshot_end_offset", "snapshot_epoch", "leader_epoch", "crc_o
 log = logging.getLogger("replay.spark.ingest")  # by name: the ingest's messages come from one logger
 
 
-def _user_metadata(report: IngestReport, table: str, rows: int) -> str:
+def _ingest_doc(report: IngestReport, rows: int, named_files: int) -> dict[str, Any]:
+    """What a commit's userMetadata says of one cluster's ingest: its ids, files and what they cover."""
     files = report.files
     doc: dict[str, Any] = {
-        "app": "kraft-acl-replay",
-        "action": "ingest",
-        "table": table,
         "cluster_id": report.cluster_id,
         "ingest_id": report.ingest_id,
         "file_count": len(files),
-        "files": files[:MAX_NAMED_FILES],
+        "files": files[:named_files],
         "bytes": report.bytes,
         "log_offsets": list(report.log_offsets) if report.log_offsets else None,
-        "snapshots": [list(s) for s in report.snapshots[:MAX_NAMED_FILES]],
+        "snapshots": [list(s) for s in report.snapshots[:named_files]],
         "rows_in_input": rows,
     }
-    if len(files) > MAX_NAMED_FILES:
-        doc["files_truncated"] = len(files) - MAX_NAMED_FILES
+    if len(files) > named_files:
+        doc["files_truncated"] = len(files) - named_files
+    return doc
+
+
+def _user_metadata(reports: Sequence[IngestReport], table: str, rows: dict[str, int]) -> str:
+    """A commit's userMetadata: one cluster's ingest in the top-level fields; a commit of many clusters (a watch's
+    micro-batch) lists them in `cluster_ids` and each one's ingest in `ingests`, naming `MAX_NAMED_FILES` files in
+    all."""
+    head: dict[str, Any] = {"app": "kraft-acl-replay", "action": "ingest", "table": table}
+    if len(reports) == 1:
+        doc = {**head, **_ingest_doc(reports[0], rows[reports[0].cluster_id], MAX_NAMED_FILES)}
+    else:
+        each = max(1, MAX_NAMED_FILES // len(reports))
+        doc = {**head, "cluster_ids": [r.cluster_id for r in reports],
+               "ingests": [_ingest_doc(r, rows[r.cluster_id], each) for r in reports]}
     return json.dumps(doc, separators=(",", ":"))
 
 
@@ -212,55 +227,118 @@ def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
     return f"cluster_id = {sql_string(cluster)} AND ({' OR '.join(parts)})"
 
 
-def write_records(spark: SparkSession, lake: Lake, decoded: DataFrame, report: IngestReport,
-                   copies: set[tuple[str | None, int | None, int | None]], summary: list[Any],
-                   unique: bool = False) -> int:
-    """Write this ingest's metadata_records rows; how many were new.
+@dataclasses.dataclass
+class ClusterRows:
+    """One cluster's part of an ingest's write: its decoded rows, its report, its summary (`ingest_summary`), the
+    (stream, end offset, epoch) of its snapshot and bootstrap rows, and whether no two of its record rows can share
+    a key (`ingest_tally.no_repeated_keys`)."""
 
-    Append first: when the lake holds none of the cluster's rows in the region these could collide with (a first
-    ingest, a later dump past the stored end, new snapshots), the rows are written without a MERGE, as a
-    `replaceWhere` of that empty region: one write of the rows, no join with the table, and still one commit that
+    decoded: DataFrame
+    report: IngestReport
+    summary: list[Any] = dataclasses.field(default_factory=list)
+    copies: set[tuple[str | None, int | None, int | None]] = dataclasses.field(default_factory=set)
+    unique: bool = False
+
+    @property
+    def cluster(self) -> str:
+        return self.report.cluster_id
+
+
+def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows]) -> dict[str, int]:
+    """Write the metadata_records rows of an ingest's clusters; how many were new, per cluster.
+
+    Append first: the clusters for which the lake holds none of the rows in the region theirs could collide with (a
+    first ingest, a later dump past the stored end, new snapshots) are written together without a MERGE, as one
+    `replaceWhere` of those empty regions: one write of the rows, no join with the table, and still one commit that
     conflicts with a concurrent ingest writing into the same region (a blind append would not), so the loser
-    retries and then finds the winner's rows through the MERGE. Otherwise (an overlapping dump) the MERGE inserts
-    what the table does not match."""
-    cluster, metadata = report.cluster_id, _user_metadata(report, METADATA_RECORDS, report.records)
-    region = _collision_region(cluster, report.log_offsets, copies)
+    retries and then finds the winner's rows through the MERGE. Each other cluster (an overlapping dump) is a MERGE
+    that inserts what the table does not match."""
+    new: dict[str, int] = {}
+    waiting = list(parts)
     for attempt in range(1, MERGE_ATTEMPTS + 1):
-        if region is None or lake.read(METADATA_RECORDS).where(region).limit(1).count() > 0:
+        regions = {p.cluster: r for p in waiting
+                   if (r := _collision_region(p.cluster, p.report.log_offsets, p.copies)) is not None}
+        held = _clusters_holding_rows(lake, regions)
+        appended = [p for p in waiting if p.cluster in regions and p.cluster not in held]
+        if not appended:
             break
-        source = records_source(decoded, cluster, report.ingest_id, copies_to_drop(summary, None, cluster),
-                                report.records, unique)
+        rows = {p.cluster: p.report.records for p in appended}
+        metadata = _user_metadata([p.report for p in appended], METADATA_RECORDS, rows)
+        source = _union([records_source(p.decoded, p.cluster, p.report.ingest_id,
+                                        copies_to_drop(p.summary, None, p.cluster), p.report.records, p.unique)
+                         for p in appended])
         try:
-            lake.write(METADATA_RECORDS, source, metadata, replace_where=region,
-                       max_rows_per_file=ROWS_PER_FILE if unique else None)
+            lake.write(METADATA_RECORDS, source, metadata,
+                       replace_where=" OR ".join(f"({regions[p.cluster]})" for p in appended),
+                       max_rows_per_file=ROWS_PER_FILE if any(p.unique for p in appended) else None)
         except Exception as e:
             if not _is_conflict(e):
                 raise
             log.info("the append into %s conflicted with a concurrent commit (attempt %d); looking again",
                      METADATA_RECORDS, attempt)
             continue
-        return _rows_added(lake, METADATA_RECORDS, metadata)
-    return insert_new(spark, lake, METADATA_RECORDS,
-                  records_source(decoded, cluster, report.ingest_id, copies_to_drop(summary, lake, cluster),
-                                 report.records, unique),
-                  _record_condition(cluster, report.log_offsets), metadata)
+        new.update(_rows_added(lake, METADATA_RECORDS, metadata, [p.report for p in appended]))
+        waiting = [p for p in waiting if p.cluster not in new]
+        break
+    for p in waiting:
+        new[p.cluster] = insert_new(
+            spark, lake, METADATA_RECORDS,
+            records_source(p.decoded, p.cluster, p.report.ingest_id, copies_to_drop(p.summary, lake, p.cluster),
+                           p.report.records, p.unique),
+            _record_condition(p.cluster, p.report.log_offsets),
+            _user_metadata([p.report], METADATA_RECORDS, {p.cluster: p.report.records}))
+    return new
 
 
-def _rows_added(lake: Lake, table: str, metadata: str) -> int:
-    """The rows our commit wrote (its `numOutputRows`), found in the table's recent history by its userMetadata,
-    which names this ingest."""
+def _clusters_holding_rows(lake: Lake, regions: dict[str, str]) -> set[str]:
+    """The clusters of `regions` (cluster -> predicate) for which metadata_records holds a row in the region: one
+    Spark job for all of them."""
+    if not regions:
+        return set()
+    found = (lake.read(METADATA_RECORDS).where(" OR ".join(f"({r})" for r in regions.values()))
+             .select("cluster_id").distinct().collect())
+    return {str(r["cluster_id"]) for r in found}
+
+
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionByName(other)
+    return out
+
+
+def _rows_added(lake: Lake, table: str, metadata: str, reports: Sequence[IngestReport]) -> dict[str, int]:
+    """The rows our commit wrote per cluster: for one cluster its `numOutputRows`, found in the table's recent
+    history by its userMetadata, which names this ingest; for many, the rows that carry their ingest ids."""
+    if len(reports) > 1:
+        return rows_per_cluster(lake, table, reports)
     ours = (lake.history(table, 50).where(F.col("userMetadata") == metadata)
             .select("operationMetrics").first())
-    return 0 if ours is None else int((ours["operationMetrics"] or {}).get("numOutputRows", 0))
+    return {reports[0].cluster_id: 0 if ours is None else int((ours["operationMetrics"] or {}).get("numOutputRows", 0))}
 
 
-def _quarantine_condition(cluster: str) -> str:
-    return f"t.cluster_id = {sql_string(cluster)} AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
+def rows_per_cluster(lake: Lake, table: str, reports: Sequence[IngestReport]) -> dict[str, int]:
+    """How many rows of `table` each report's ingest wrote (its rows carry its ingest id): one Spark job."""
+    counts = (lake.read(table)
+              .where(F.col("cluster_id").isin([r.cluster_id for r in reports])
+                     & F.col("ingest_id").isin([r.ingest_id for r in reports]))
+              .groupBy("cluster_id").count().collect())
+    found = {str(r["cluster_id"]): int(r["count"]) for r in counts}
+    return {r.cluster_id: found.get(r.cluster_id, 0) for r in reports}
 
 
+def _quarantine_condition(clusters: Sequence[str]) -> str:
+    named = ", ".join(sql_string(c) for c in clusters)
+    return f"t.cluster_id IN ({named}) AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
 
-def write_quarantine(spark: SparkSession, lake: Lake, decoded: DataFrame, report: IngestReport) -> int:
-    """Write this ingest's quarantine rows (problems the table does not hold yet); how many were new."""
-    cluster = report.cluster_id
-    return insert_new(spark, lake, QUARANTINE, quarantine_source(decoded, cluster, report.ingest_id),
-                  _quarantine_condition(cluster), _user_metadata(report, QUARANTINE, report.problems))
+
+def write_quarantine(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows]) -> dict[str, int]:
+    """Write the quarantine rows of an ingest's clusters (problems the table does not hold yet) in one MERGE; how
+    many were new, per cluster."""
+    reports = [p.report for p in parts]
+    source = _union([quarantine_source(p.decoded, p.cluster, p.report.ingest_id) for p in parts])
+    added = insert_new(spark, lake, QUARANTINE, source, _quarantine_condition([p.cluster for p in parts]),
+                       _user_metadata(reports, QUARANTINE, {p.cluster: p.report.problems for p in parts}))
+    if len(parts) == 1:
+        return {parts[0].cluster: added}
+    return rows_per_cluster(lake, QUARANTINE, reports) if added else {p.cluster: 0 for p in parts}

@@ -1,8 +1,8 @@
 """Continuous ingestion (`kraft-replay watch`): a Structured Streaming query over a directory where dumps arrive.
 
 Each micro-batch is the files that appeared since the last one (the stream's checkpoint remembers which it has
-seen): they are ingested per cluster (`replay.spark.ingest`, idempotent, so a batch run again after a failure adds
-nothing twice) and the clusters they touched are replayed. A scheduled job runs it with the available-now trigger
+seen): the clusters they belong to are ingested together (`replay.spark.ingest.ingest_clusters`: one decoding job
+and one commit per table; idempotent, so a batch run again after a failure adds nothing twice) and replayed. A scheduled job runs it with the available-now trigger
 (everything new, then stop); a long-running one with a processing-time trigger.
 
 Files are listed by name and size only (Spark's `binaryFile` source; Auto Loader's `cloudFiles` on Databricks), never
@@ -20,7 +20,6 @@ import os
 import posixpath
 import re
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,19 +28,20 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 
 from replay.kafka import files as kfiles
 from replay.progress import say
-from replay.spark.ingest import ingest
+from replay.spark.ingest import IngestError, ingest_clusters
 from replay.spark.ingest_plan import classify_listing, local_path_of
 from replay.spark.replay import replay_lake
 from replay.spark.session import on_databricks
-from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
+from replay.spark.tables import Lake
 
 log = logging.getLogger("replay.spark.watch")
 
 AVAILABLE_NOW = "available-now"
 _INTERVAL_RE = re.compile(r"^\s*(\d+)\s*(s|sec|secs|second|seconds|m|min|mins|minute|minutes|h|hour|hours)\s*$")
 _UNIT = {"s": "seconds", "m": "minutes", "h": "hours"}
-# Clusters ingested side by side in one micro-batch (`ingest_clusters`).
-CLUSTERS_AT_ONCE = 3
+# Clusters ingested together, in one decoding job and one commit per table (`ingest_new_files`): a micro-batch of
+# more is ingested in parts of this many, so that no plan grows with the fleet.
+CLUSTERS_PER_INGEST = 50
 # The directories Spark's listing skips, named by a glob (up to four levels below the root).
 _METADATA_DIRS = "{,*/,*/*/,*/*/*/}" + kfiles.METADATA_PARTITION_DIR.rsplit("-", 1)[0] + "-*"
 
@@ -135,45 +135,43 @@ def ingest_batch(lake: Lake, root: str, listed: list[tuple[str, int]], batch_id:
         log.warning("not ingested (put each cluster's dumps under %s/<cluster>/...): %s", root,
                     ", ".join(sorted(unplaced)[:20]))
     ignored = 0
-    work: dict[str, list[str]] = {}
+    work: dict[str, list[tuple[str, int]]] = {}
     for name, files in sorted(by_cluster.items()):
         planned, skipped = classify_listing([root], files)  # as a directory ingest would: indexes etc. left out
         ignored += len(skipped)
         if planned:
-            work[name] = [f.uri for f in planned]
-    ingested = ingest_clusters(lake, work, show_secrets)
+            work[name] = [(f.uri, f.length) for f in planned]
+    ingested = ingest_new_files(lake, root, work, show_secrets)
     touched = sorted(ingested)
     if replay and touched:
         replay_lake(lake, touched, high_watermark=high_watermark, progress=False)
     return WatchedBatch(batch_id, len(listed), ingested, ignored, unplaced, touched if replay else [])
 
 
-def ingest_clusters(lake: Lake, work: dict[str, list[str]], show_secrets: bool = False) -> dict[str, int]:
-    """Ingest each cluster's files (`work`: cluster -> file URIs); returns each cluster's new records.
-
-    The clusters' ingests run side by side (`CLUSTERS_AT_ONCE`): an ingest of a small dump is mostly the driver's
-    planning, its commits and Spark's scheduling of small jobs, which overlap with another ingest's decoding. They
-    write different `cluster_id` partitions, so their commits do not conflict. Every ingest runs to its end; the
-    first failure is raised after them (a batch run again re-ingests nothing that was written: ingests are idempotent)."""
-    if not work:
-        return {}
-    for table in (METADATA_RECORDS, QUARANTINE):  # created once here, not raced for by the ingests
-        lake.ensure(table)
-
-    def one(name: str) -> int:
-        return ingest(lake.spark, work[name], cluster=name, lake=lake, progress=False,
-                      show_secrets=show_secrets).records_new
-
+def ingest_new_files(lake: Lake, root: str, work: dict[str, list[tuple[str, int]]], show_secrets: bool = False
+                     ) -> dict[str, int]:
+    """Ingest each cluster's new files (`work`: cluster -> (uri, length) as the stream listed them, not listed
+    again) together, `CLUSTERS_PER_INGEST` clusters an ingest (`replay.spark.ingest.ingest_clusters`: one decoding
+    job and one commit per table for all of them); returns each cluster's new records. A cluster that cannot be
+    ingested does not stop the others: the first such error is raised after them (a batch run again re-ingests
+    nothing that was written: ingests are idempotent)."""
+    new: dict[str, int] = {}
+    failed: dict[str, Exception] = {}
     names = sorted(work)
-    with ThreadPoolExecutor(max_workers=min(CLUSTERS_AT_ONCE, len(names)),
-                            thread_name_prefix="kraft-replay-ingest") as pool:
-        futures = {name: pool.submit(one, name) for name in names}
-    failed = [(name, error) for name, f in futures.items() if (error := f.exception()) is not None]
-    for name, error in failed[1:]:
+    for i in range(0, len(names), CLUSTERS_PER_INGEST):
+        some = names[i:i + CLUSTERS_PER_INGEST]
+        reports, errors = ingest_clusters(lake.spark, {n: [root] for n in some}, lake, progress=False,
+                                          listed={n: work[n] for n in some}, show_secrets=show_secrets)
+        new.update({n: r.records_new for n, r in reports.items()})
+        failed.update(errors)
+    for name, error in sorted(failed.items())[1:]:
         log.error("watch: the ingest of cluster %s failed too: %s", name, error)
     if failed:
-        raise failed[0][1]
-    return {name: futures[name].result() for name in names}
+        first = min(failed)
+        if isinstance(failed[first], IngestError):  # its message names the root: say which cluster
+            raise IngestError(f"cluster {first}: {failed[first]}") from failed[first]
+        raise failed[first]
+    return new
 
 
 def default_checkpoint(lake: Lake, root: str) -> str:

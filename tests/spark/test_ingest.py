@@ -641,10 +641,11 @@ def test_files_no_executor_can_open_fail_the_ingest(spark: Any, tmp_path: Any, m
     dump = write_dump(str(tmp_path / "dump"))
     real = ingest_module.decode_plan
 
-    def elsewhere(spark_: Any, plan: list[PlannedFile], counters: Any = None, summary: bool = False) -> Any:
+    def elsewhere(spark_: Any, plan: list[PlannedFile], counters: Any = None, summary: bool = False,
+                  **more: Any) -> Any:
         moved = [dataclasses.replace(f, local_path=str(tmp_path / "not-on-the-executors" / os.path.basename(f.uri)))
                  for f in plan]
-        return real(spark_, moved, counters, summary)
+        return real(spark_, moved, counters, summary, **more)
 
     monkeypatch.setattr(ingest_module, "decode_plan", elsewhere)
     lake = Lake(spark, str(tmp_path / "lake"))

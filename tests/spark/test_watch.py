@@ -114,41 +114,64 @@ def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path
 
 
 @pytest.mark.slow  # ten small ingests: about a minute
-def test_clusters_ingested_side_by_side_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path) -> None:
-    """`ingest_clusters` runs a micro-batch's per-cluster ingests at once: the lake gets the rows one ingest after
-    the other gives; a cluster whose ingest fails does not stop the others, and its error is raised after them."""
+def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path) -> None:
+    """A micro-batch's clusters are ingested together (`ingest_new_files`: one decoding job, one commit per table
+    for the clusters the lake holds nothing of in the new files' offset range, a MERGE for each other one): the lake
+    gets the rows one ingest after the other gives, and each cluster's count of new rows is its own; the commit
+    names every cluster it holds. A cluster that cannot be ingested does not stop the others: its error is raised
+    after them, naming it."""
+    import json
+    import os
+
     from pyspark.sql import functions as F
 
     from replay.spark.ingest import IngestError, ingest
     from replay.spark.tables import Lake
-    from replay.spark.watch import CLUSTERS_AT_ONCE, ingest_clusters
+    from replay.spark.watch import ingest_new_files
 
-    names = [f"c{i}" for i in range(CLUSTERS_AT_ONCE + 1)]  # more clusters than run at once
-    dumps = {}
+    names = [f"c{i}" for i in range(4)]
+    root = tmp_path / "in"
     for i, name in enumerate(names):
-        d = tmp_path / "in" / name
-        synth.write_dump(synth.generate(40 + i, n_batches=20), str(d), synth.Layout(segment_every=15))
-        dumps[name] = [str(d)]
+        synth.write_dump(synth.generate(40 + i, n_batches=20), str(root / name), synth.Layout(segment_every=15))
+    damaged = sorted((root / names[2]).rglob("*.log"))[-1]
+    with open(damaged, "ab") as f:
+        f.write(b"\0" * 40)  # a torn tail: a problem for quarantine, in one cluster of the batch
 
-    def records(lake: Lake) -> dict[str, Counter[tuple[Any, ...]]]:
-        df = lake.read("metadata_records")
-        cols = [c for c in df.columns if c not in WHERE]
-        return {n: Counter(tuple(r) for r in df.where(F.col("cluster_id") == n).select(*cols).collect())
-                for n in names}
+    def listed(name: str) -> list[tuple[str, int]]:  # as the stream lists them
+        return [(f"file:{p}", os.path.getsize(p)) for p in sorted((root / name).rglob("*")) if p.is_file()]
 
-    together = Lake(spark, str(tmp_path / "together"))
-    new = ingest_clusters(together, dumps)
+    def tables(lake: Lake) -> dict[str, dict[str, Counter[tuple[Any, ...]]]]:
+        out = {}
+        for t in ("metadata_records", "quarantine"):
+            df = lake.read(t)
+            cols = [c for c in df.columns if c not in WHERE]
+            out[t] = {n: Counter(tuple(r) for r in df.where(F.col("cluster_id") == n).select(*cols).collect())
+                      for n in names}
+        return out
+
     apart = Lake(spark, str(tmp_path / "apart"))
     for name in names:
-        ingest(spark, dumps[name], cluster=name, lake=apart, progress=False)
-    got, want = records(together), records(apart)
+        ingest(spark, [str(root / name)], cluster=name, lake=apart, progress=False)
+    together = Lake(spark, str(tmp_path / "together"))
+    ingest(spark, [str(root / names[0])], cluster=names[0], lake=together, progress=False)  # held already: a MERGE
+    new = ingest_new_files(together, str(root), {n: listed(n) for n in names})
+    got, want = tables(together), tables(apart)
     assert got == want
-    assert new == {n: sum(got[n].values()) for n in names} and all(new.values())
+    assert new == {names[0]: 0, **{n: sum(got["metadata_records"][n].values()) for n in names[1:]}}
+    assert sum(got["quarantine"][names[2]].values()) > 0
+    commits = [(r["operation"], json.loads(r["userMetadata"])) for r in together.history("metadata_records").collect()
+               if r["operation"] in ("MERGE", "WRITE")]
+    assert [c["cluster_ids"] for op, c in commits if op == "WRITE" and "cluster_ids" in c] == [names[1:]]
+    joint = next(c for _op, c in commits if "cluster_ids" in c)
+    assert [i["rows_in_input"] for i in joint["ingests"]] == [sum(got["metadata_records"][n].values())
+                                                              for n in names[1:]]
+    assert ingest_new_files(together, str(root), {n: listed(n) for n in names}) == {n: 0 for n in names}
 
     broken = Lake(spark, str(tmp_path / "broken"))
-    with pytest.raises(IngestError, match="empty does not exist"):
-        ingest_clusters(broken, {"bad": [str(tmp_path / "empty")], names[0]: dumps[names[0]]})
-    assert records(broken)[names[0]] == want[names[0]]  # the good cluster was ingested all the same
+    gone = [(f"file:{tmp_path}/in/bad/00000000000000000000.log", 100)]  # listed, then removed before its ingest
+    with pytest.raises(IngestError, match="cluster bad: the executors could not open any"):
+        ingest_new_files(broken, str(root), {"bad": gone, names[1]: listed(names[1])})
+    assert tables(broken)["metadata_records"][names[1]] == want["metadata_records"][names[1]]  # ingested all the same
 
 
 def test_triggers_clusters_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
