@@ -114,18 +114,20 @@ def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path
 
 
 @pytest.mark.slow  # ten small ingests: about a minute
-def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path) -> None:
+def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """A micro-batch's clusters are ingested together (`ingest_new_files`: one decoding job, one commit per table
     for the clusters the lake holds nothing of in the new files' offset range, a MERGE for each other one): the lake
     gets the rows one ingest after the other gives, and each cluster's count of new rows is its own; the commit
     names every cluster it holds. A cluster that cannot be ingested does not stop the others: its error is raised
-    after them, naming it."""
+    after them, naming it. A batch of more clusters than one ingest takes is ingested in parts."""
     import json
     import os
 
     from pyspark.sql import functions as F
 
-    from replay.spark.ingest import IngestError, ingest
+    from replay.spark import watch
+    from replay.spark.ingest import IngestError, ingest, ingest_clusters
     from replay.spark.tables import Lake
     from replay.spark.watch import ingest_new_files
 
@@ -133,9 +135,9 @@ def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any
     root = tmp_path / "in"
     for i, name in enumerate(names):
         synth.write_dump(synth.generate(40 + i, n_batches=20), str(root / name), synth.Layout(segment_every=15))
-    damaged = sorted((root / names[2]).rglob("*.log"))[-1]
-    with open(damaged, "ab") as f:
-        f.write(b"\0" * 40)  # a torn tail: a problem for quarantine, in one cluster of the batch
+    for name in names[1:3]:
+        with open(sorted((root / name).rglob("*.log"))[-1], "ab") as f:
+            f.write(b"\0" * 40)  # a torn tail: a problem for quarantine, in two clusters of the batch
 
     def listed(name: str) -> list[tuple[str, int]]:  # as the stream lists them
         return [(f"file:{p}", os.path.getsize(p)) for p in sorted((root / name).rglob("*")) if p.is_file()]
@@ -154,17 +156,26 @@ def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any
         ingest(spark, [str(root / name)], cluster=name, lake=apart, progress=False)
     together = Lake(spark, str(tmp_path / "together"))
     ingest(spark, [str(root / names[0])], cluster=names[0], lake=together, progress=False)  # held already: a MERGE
+    monkeypatch.setattr(watch, "CLUSTERS_PER_INGEST", 3)  # c0 (a MERGE), c1 and c2 together; then c3 alone
     new = ingest_new_files(together, str(root), {n: listed(n) for n in names})
     got, want = tables(together), tables(apart)
     assert got == want
     assert new == {names[0]: 0, **{n: sum(got["metadata_records"][n].values()) for n in names[1:]}}
-    assert sum(got["quarantine"][names[2]].values()) > 0
+    assert all(sum(got["quarantine"][n].values()) > 0 for n in names[1:3])
     commits = [(r["operation"], json.loads(r["userMetadata"])) for r in together.history("metadata_records").collect()
                if r["operation"] in ("MERGE", "WRITE")]
-    assert [c["cluster_ids"] for op, c in commits if op == "WRITE" and "cluster_ids" in c] == [names[1:]]
+    assert sorted(c.get("cluster_ids") or [c["cluster_id"]] for op, c in commits if op == "WRITE") == [
+        [names[0]], names[1:3], [names[3]]]
     joint = next(c for _op, c in commits if "cluster_ids" in c)
     assert [i["rows_in_input"] for i in joint["ingests"]] == [sum(got["metadata_records"][n].values())
-                                                              for n in names[1:]]
+                                                              for n in names[1:3]]
+    quarantined = [json.loads(r["userMetadata"]) for r in together.history("quarantine").collect()
+                   if r["operation"] == "MERGE"]
+    assert [c.get("cluster_ids") for c in quarantined] == [names[1:3]]
+    reports, failed = ingest_clusters(spark, {n: [str(root / n)] for n in names[1:3]}, Lake(spark, str(tmp_path / "3")),
+                                      progress=False)
+    assert not failed and {n: (r.records_new, r.problems_new) for n, r in reports.items()} == {
+        n: (sum(got["metadata_records"][n].values()), sum(got["quarantine"][n].values())) for n in names[1:3]}
     assert ingest_new_files(together, str(root), {n: listed(n) for n in names}) == {n: 0 for n in names}
 
     broken = Lake(spark, str(tmp_path / "broken"))
