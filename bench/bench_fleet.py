@@ -6,8 +6,8 @@
 
 What a scheduled job does for many clusters at once: one directory holds every cluster's dump,
 `ROOT/<cluster>/__cluster_metadata-0/...`, and `kraft-replay watch ROOT --cluster-from-path --trigger available-now`
-takes everything new (here: all of it, into a fresh lake), ingests it per cluster and replays the clusters it
-touched, then stops.
+takes everything new (here: all of it, into a fresh lake), ingests it (the clusters together: one decoding job,
+one commit per table) and replays the clusters it touched, then stops.
 
 For each cluster `cNN` (N from 1) a realistic dump (`bench.realistic_log`, seed `--seed-base` + N - 1) is
 generated once into `<out>/logs/` and laid out, as hard links (copies across filesystems; never symlinks, which
