@@ -27,7 +27,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -71,17 +71,22 @@ DECODED_SCHEMA = StructType([StructField(n, _SPARK_TYPES[t], True) for n, t in D
 SUMMARY_SCHEMA = StructType([StructField(n, _SPARK_TYPES[t], True) for n, t in SUMMARY_FIELDS])
 
 
-def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None, summary: bool = False,
-                total: int | None = None) -> DataFrame:
+def decode_plan(spark: SparkSession, plan: list[PlannedFile], counters: Any = None, summary: bool = False
+                ) -> DataFrame:
     """A DataFrame of `DECODED_SCHEMA` rows for the planned entries (files or pieces), or with `summary` of the
-    summary pass's `SUMMARY_SCHEMA` rows (`ingest_summary_rows`); nothing runs until an action. `total`: the bytes
-    of the whole ingest when `plan` is one cluster's part of it (`pack_tasks`)."""
+    summary pass's `SUMMARY_SCHEMA` rows (`ingest_summary_rows`), with a `cluster_id` column when the entries name
+    their cluster; nothing runs until an action."""
     schema = SUMMARY_SCHEMA if summary else DECODED_SCHEMA
+    if any(f.cluster is not None for f in plan):
+        schema = StructType([*schema.fields, StructField("cluster_id", StringType(), True)])
     direct = [f for f in plan if f.open_with != "spark"]
-    via_spark = {f.uri: f for f in plan if f.open_with == "spark"}
+    via_spark: dict[str, list[PlannedFile]] = {}
+    for f in plan:
+        if f.open_with == "spark":
+            via_spark.setdefault(f.uri, []).append(f)
     frames: list[DataFrame] = []
     if direct:
-        tasks = pack_tasks(direct, _cores(spark), total)
+        tasks = pack_tasks(direct, _cores(spark))
         frames.append(spark.range(0, len(tasks), 1, len(tasks)).mapInArrow(
             make_stream_decoder(tasks, counters, summary), schema))
     if via_spark:
@@ -199,16 +204,11 @@ def ingest(
 
 @dataclasses.dataclass
 class _Share:
-    """One cluster's part of an ingest: what it reads (`plan`, in pieces: `parts`), its decoding tasks' counters
-    and rows, and its report."""
+    """One cluster's part of an ingest: its paths, what it reads there (`plan`), and its report."""
 
     report: IngestReport
     paths: list[str]
     plan: list[PlannedFile]
-    parts: list[PlannedFile] = dataclasses.field(default_factory=list)
-    counters: Any = None
-    decoded: DataFrame | None = None
-    cached: bool = False
 
 
 @keeps_active_session
@@ -225,11 +225,12 @@ def ingest_clusters(
     show_secrets: bool = False,
 ) -> tuple[dict[str, IngestReport], dict[str, Exception]]:
     """Ingest the dumps of many clusters at once (`work`: cluster -> paths, as `ingest` takes them): one decoding
-    job, one summary, one commit per table for all of them (a watch's micro-batch of many small clusters paid a
-    second or more per cluster in jobs and commits of its own). `listed`: each cluster's files under its paths,
-    listed already (a watch's new files), so not listed again. Returns each cluster's report, and the error of each
-    cluster that could not be ingested (nothing to read, or problems under `strict`): the others are written all
-    the same. An error in a write is raised."""
+    pass over all their files (a task takes the small files of several clusters; each row carries its cluster), one
+    summary, one commit per table (a watch's micro-batch of many small clusters paid a second or more per cluster
+    in jobs and commits of its own, and thirty clusters' decoding in tasks of their own took three times as long).
+    `listed`: each cluster's files under its paths, listed already (a watch's new files), so not listed again.
+    Returns each cluster's report, and the error of each cluster that could not be ingested (nothing to read, or
+    problems under `strict`): the others are written all the same. An error in a write is raised."""
     started = time.monotonic()
     lake = lake if isinstance(lake, Lake) else Lake(spark, lake)
     spark = own_session(spark)
@@ -237,10 +238,15 @@ def ingest_clusters(
     failed: dict[str, Exception] = {}
     for name, paths in work.items():
         try:
-            shares[name] = _planned(spark, lake, name, list(paths), strict, (ingest_ids or {}).get(name),
-                                    None if listed is None else listed.get(name), show_secrets, progress)
+            share = _planned(spark, lake, name, list(paths), strict, (ingest_ids or {}).get(name),
+                             None if listed is None else listed.get(name), show_secrets, progress)
         except Exception as e:
             failed[name] = e
+            continue
+        if any(s.report.cluster_id == share.report.cluster_id for s in shares.values()):
+            failed[name] = IngestError(f"cluster {share.report.cluster_id!r} is named twice in one ingest")
+            continue
+        shares[name] = share
     if not shares:
         return {}, failed
     plan = [f for share in shares.values() for f in share.plan]
@@ -252,38 +258,39 @@ def ingest_clusters(
         + (f" ({via_spark} read through Spark binaryFile)" if via_spark else ""),
         progress,
     )
-    piece = split_for_cores(plan, split_bytes, _cores(spark))
-    joint = total if len(shares) > 1 else None  # many clusters: their tasks sized by the whole ingest's bytes
-    summarised: list[DataFrame] = []
-    for name, share in shares.items():
-        share.parts = split_plan(share.plan, piece)
-        share.counters = _counters(spark)
-        # The compiled decoder decodes faster than Spark caches its rows: the summary's pass and the write's decode
-        # each file again (10M records: 130 s and a 2.9 GiB peak against 145 s and 3.5 GiB with the rows cached on
-        # disk)
-        share.decoded = decode_plan(spark, share.parts, share.counters, total=joint)
-        share.cached = not native.enabled() and persist_decoded(share.decoded, total)
-        if share.cached:  # the summary's pass reads the cached rows
-            rows = summary_rows(share.decoded)
-        else:  # it decodes into just the rows it needs (`ingest_summary_rows`), and only its tasks count and tally
-            rows = decode_plan(spark, share.parts, share.counters, summary=True, total=joint)
-            share.decoded = decode_plan(spark, share.parts, total=joint)
-        summarised.append(rows.withColumn("cluster_id", F.lit(name)) if len(shares) > 1 else rows)
+    parts = split_plan(plan, split_for_cores(plan, split_bytes, _cores(spark)))
+    counters = _counters(spark)
+    # The compiled decoder decodes faster than Spark caches its rows: the summary's pass and the write's decode
+    # each file again (10M records: 130 s and a 2.9 GiB peak against 145 s and 3.5 GiB with the rows cached on disk)
+    decoded = decode_plan(spark, parts, counters)
+    cached = not native.enabled() and persist_decoded(decoded, total)
+    # The summary's pass reads the cached rows, or decodes into just the rows it needs (`ingest_summary_rows`); the
+    # write's decoding (`rows_of`) neither counts nor tallies.
+    summarised = summary_rows(decoded) if cached else decode_plan(spark, parts, counters, summary=True)
+
+    def rows_of(clusters: Sequence[str]) -> DataFrame:
+        """The decoded rows of some of the clusters: the cached rows, or their files decoded again."""
+        if cached:
+            return decoded.where(F.col("cluster_id").isin(list(clusters)))
+        return decode_plan(spark, [f for f in parts if f.cluster in clusters])
+
     try:
-        summary = _summarise(spark, shares, summarised, total, progress)
+        summary = _summarise(spark, summarised, counters, total, len(parts), len(plan), progress)
+        tallies = None if counters is None else list(counters[2].value)
         written: list[ClusterRows] = []
         for name, share in shares.items():
+            cluster = share.report.cluster_id
             try:
-                written.append(_checked(share, [r for r in summary if len(shares) == 1 or r["cluster_id"] == name],
-                                        strict))
+                written.append(_checked(share, [r for r in summary if r["cluster_id"] == cluster],
+                                        None if tallies is None else [t for c, t in tallies if c == cluster],
+                                        rows_of, strict))
             except IngestError as e:
                 failed[name] = e
-        _write(spark, lake, written, progress)
+        _write(spark, lake, written, rows_of, progress)
     finally:
-        for share in shares.values():
-            if share.cached and share.decoded is not None:
-                with contextlib.suppress(Exception):
-                    share.decoded.unpersist()
+        if cached:
+            with contextlib.suppress(Exception):
+                decoded.unpersist()
     seconds = time.monotonic() - started
     for share in shares.values():
         share.report.seconds = seconds
@@ -302,7 +309,7 @@ def _planned(spark: SparkSession, lake: Lake, name: str, path_list: list[str], s
     if show_secrets:
         log.warning("ingest %s keeps SCRAM credentials and password configs in the lake %s as the log holds them",
                     report.ingest_id, lake.location)
-        plan = [dataclasses.replace(f, show_secrets=True) for f in plan]
+    plan = [dataclasses.replace(f, show_secrets=show_secrets, cluster=cluster) for f in plan]
     report.ignored = ignored
     if not plan:
         raise IngestError(
@@ -312,33 +319,28 @@ def _planned(spark: SparkSession, lake: Lake, name: str, path_list: list[str], s
     return _Share(report, path_list, plan)
 
 
-def _summarise(spark: SparkSession, shares: dict[str, _Share], rows: list[DataFrame], total: int,
+def _summarise(spark: SparkSession, rows: DataFrame, counters: Any, total: int, parts: int, files: int,
                progress: bool) -> list[Any]:
-    """The summary pass over every cluster's rows (one Spark job), with a bar of the files decoded."""
-    counters = [s.counters for s in shares.values() if s.counters is not None]
-    parts = sum(len(s.parts) for s in shares.values())
-    unit = "files" if parts == sum(len(s.plan) for s in shares.values()) else "parts"
-    union = rows[0]
-    for other in rows[1:]:
-        union = union.unionByName(other)
-    if not counters:
+    """The summary pass (one Spark job), with a bar of the files decoded."""
+    if counters is None:
         with step(spark, "ingest: decode"):
-            return summarise(union)
+            return summarise(rows)
+    unit = "files" if parts == files else "parts"
 
     def read() -> tuple[float, str]:
-        return (float(sum(c[1].value for c in counters)), f"{sum(c[0].value for c in counters)}/{parts} {unit}")
+        return float(counters[1].value), f"{counters[0].value}/{parts} {unit}"
 
     with progress_ui.poll(read, total=float(total), desc="decode", unit="B", unit_scale=True,
                           enabled=progress), step(spark, "ingest: decode"):
-        return summarise(union)
+        return summarise(rows)
 
 
-def _checked(share: _Share, summary: list[Any], strict: bool) -> ClusterRows:
-    """The cluster's report filled from its summary rows, and what its write needs; `IngestError` when none of its
+def _checked(share: _Share, summary: list[Any], tallies: list[Any] | None,
+             rows_of: Callable[[Sequence[str]], DataFrame], strict: bool) -> ClusterRows:
+    """The cluster's report filled from its summary rows, and what its write needs (`tallies`: its decoding tasks'
+    offset tallies; `rows_of`: decoded rows, for the problems strict mode names); `IngestError` when none of its
     files could be read, `StrictIngestError` for problems under `strict` (nothing of it is written)."""
-    report, decoded = share.report, share.decoded
-    assert decoded is not None
-    tallies = None if share.counters is None else list(share.counters[2].value)
+    report = share.report
     sniffed_out: set[str] = set()
     problems: Counter[str] = Counter()
     streams: Counter[str] = Counter()
@@ -380,7 +382,7 @@ def _checked(share: _Share, summary: list[Any], strict: bool) -> ClusterRows:
             "mount, or /Volumes on Databricks), not on the driver's local disk")
     if strict and report.problems:
         first = (
-            decoded.filter(F.col("row_type") == "Q")
+            rows_of([report.cluster_id]).filter(F.col("row_type") == "Q")
             .select("source_file", "file_position", "offset", "kind", "message")
             .orderBy("source_file", "file_position", "offset")
             .limit(10)
@@ -402,11 +404,13 @@ def _checked(share: _Share, summary: list[Any], strict: bool) -> ClusterRows:
         )
     # the tallies of the summary's pass (`tallies`, read right after it)
     unique = tallies is not None and no_repeated_keys(tallies, rows_per_copy(summary))
-    return ClusterRows(decoded, report, summary, copies, unique)
+    return ClusterRows(report, summary, copies, unique)
 
 
-def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], progress: bool) -> None:
-    """Each table's rows of every cluster in one commit (`ingest_write`), and the clusters' reports told so."""
+def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], rows_of: Callable[[Sequence[str]], DataFrame],
+           progress: bool) -> None:
+    """Each table's rows of every cluster in one commit (`ingest_write`; `rows_of`: the decoded rows of some
+    clusters), and the clusters' reports told so."""
     if not parts:
         return
     for table in (METADATA_RECORDS, QUARANTINE):
@@ -417,14 +421,14 @@ def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], progress: 
         decoded = sum(p.report.records for p in records)
         progress_ui.say(f"writing {METADATA_RECORDS} ({decoded:,} records decoded)", progress)
         with step(spark, f"ingest: write {METADATA_RECORDS}"):
-            for cluster, n in write_records(spark, lake, records).items():
+            for cluster, n in write_records(spark, lake, records, rows_of).items():
                 next(p for p in records if p.cluster == cluster).report.records_new = n
     problems = [p for p in parts if p.report.problems]
     if problems:
         found = sum(p.report.problems for p in problems)
         progress_ui.say(f"writing {QUARANTINE} ({found:,} problems found)", progress)
         with step(spark, f"ingest: write {QUARANTINE}"):
-            for cluster, n in write_quarantine(spark, lake, problems).items():
+            for cluster, n in write_quarantine(spark, lake, problems, rows_of).items():
                 next(p for p in problems if p.cluster == cluster).report.problems_new = n
     versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
     for p in parts:

@@ -60,6 +60,7 @@ class PlannedFile:
     start: int = 0  # a piece of a large file: the batches that START in [start, end) (see decode_piece)
     end: int | None = None  # None: the whole file
     show_secrets: bool = False  # keep SCRAM credentials and password configs (`replay.kafka.secrets`)
+    cluster: str | None = None  # the cluster it belongs to: its rows carry it in `cluster_id` (`TaskRows`)
 
     @property
     def name(self) -> str:
@@ -315,20 +316,50 @@ def _shaped(batch: Any, counts: LogCounts | None) -> Iterator[Any]:
         yield rest
 
 
-def _tally_for(counters: Any) -> OffsetTally | None:
-    """A tally of the task's offsets when the driver can hear of it (its third counter; none on Spark Connect)."""
-    return OffsetTally() if counters is not None else None
+class TaskRows:
+    """A task's rows of one cluster on their way out: buffered into Arrow batches, tallied (when the driver can
+    hear of it: `counters`, none on Spark Connect), shaped for the summary (`summary`), and tagged with the cluster
+    in a `cluster_id` column when the files name one (an ingest of many clusters packs several into one task: each
+    has its own tally and log counts, so the summary and the proof that no key repeats stay per cluster)."""
+
+    def __init__(self, cluster: str | None, counters: Any, summary: bool) -> None:
+        self.cluster, self._counters = cluster, counters
+        self._buf = RowBuffer()
+        self._tally = OffsetTally() if counters is not None else None
+        self._counts = LogCounts() if summary else None
+
+    def emit(self, rows: Iterable[Any]) -> Iterator[Any]:
+        for batch in _emit(rows, self._buf, self._tally, self._counts):
+            yield self._tagged(batch)
+
+    def last(self) -> Iterator[Any]:
+        """The last rows (and the log records' counts), then the offset tallies to the driver, as
+        (cluster, tally) pairs."""
+        if self._buf.rows:
+            yield from map(self._tagged, _shaped(_tallied(self._buf.flush(), self._tally), self._counts))
+        if self._counts is not None and (counted := self._counts.last()) is not None:
+            yield self._tagged(counted)
+        if self._tally is not None:
+            self._counters[2].add([(self.cluster, t) for t in self._tally.tallies()])
+
+    def _tagged(self, batch: Any) -> Any:
+        if self.cluster is None:
+            return batch
+        return batch.append_column("cluster_id", pa.repeat(pa.scalar(self.cluster, pa.string()), batch.num_rows))
 
 
-def _last(buf: RowBuffer, tally: OffsetTally | None, counters: Any, counts: LogCounts | None = None
-          ) -> Iterator[Any]:
-    """The task's last rows (and its log records' counts), then its offset tallies to the driver."""
-    if buf.rows:
-        yield from _shaped(_tallied(buf.flush(), tally), counts)
-    if counts is not None and (counted := counts.last()) is not None:
-        yield counted
-    if tally is not None:
-        counters[2].add(tally.tallies())
+def _by_cluster(rows: Iterable[tuple[PlannedFile, Iterable[Any]]], counters: Any, summary: bool) -> Iterator[Any]:
+    """The Arrow batches of a task's files' rows (`(entry, rows)` in turn), each cluster's through its own
+    `TaskRows`."""
+    out: TaskRows | None = None
+    for entry, items in rows:
+        if out is None or entry.cluster != out.cluster:
+            if out is not None:
+                yield from out.last()
+            out = TaskRows(entry.cluster, counters, summary)
+        yield from out.emit(items)
+    if out is not None:
+        yield from out.last()
 
 
 def round_robin(plan: Sequence[PlannedFile], partitions: int) -> list[list[PlannedFile]]:
@@ -361,41 +392,43 @@ def make_stream_decoder(tasks: Sequence[Sequence[PlannedFile]], counters: Any, s
     (`ingest_plan.pack_tasks`). `summary`: it makes the summary pass's rows (`ingest_summary_rows`), not the decoded
     rows."""
 
-    def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf, tally, counts = RowBuffer(), _tally_for(counters), LogCounts() if summary else None
+    def rows(batches: Iterator[Any]) -> Iterator[tuple[PlannedFile, Iterable[Any]]]:
         for entry, stream, error in planned_streams(batches, tasks):
             if stream is None:
-                yield from _emit([as_tuple(_unreadable(entry, cast(Exception, error)))], buf, tally, counts)
+                yield entry, [as_tuple(_unreadable(entry, cast(Exception, error)))]
             else:
-                yield from _emit(decode_rows(entry, stream), buf, tally, counts)
+                yield entry, decode_rows(entry, stream)
             if counters is not None:
                 counters[0].add(1)
                 counters[1].add(entry.size)
-        yield from _last(buf, tally, counters, counts)
+
+    def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        return _by_cluster(rows(batches), counters, summary)
 
     return decode
 
 
-def make_content_decoder(plan: dict[str, PlannedFile], counters: Any, summary: bool = False
+def make_content_decoder(plan: dict[str, list[PlannedFile]], counters: Any, summary: bool = False
                          ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The mapInArrow function for files Spark read for us (`binaryFile` rows with `path` and `content`);
     `summary` as for `make_stream_decoder`."""
 
-    def decode(batches: Iterator[Any]) -> Iterator[Any]:
-        buf, tally, counts = RowBuffer(), _tally_for(counters), LogCounts() if summary else None
+    def rows(batches: Iterator[Any]) -> Iterator[tuple[PlannedFile, Iterable[Any]]]:
         for arrow_batch in batches:
             paths = arrow_batch.column("path").to_pylist()
             contents = arrow_batch.column("content")
             for i, path in enumerate(paths):
-                entry = plan[path]
                 data = contents[i].as_buffer()  # zero-copy: the file is not copied into a Python bytes again
-                reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
-                yield from _emit(decode_rows(entry, cast(IO[bytes], reader)), buf, tally, counts)
-                if counters is not None:
-                    counters[0].add(1)
-                    counters[1].add(entry.length)
+                for entry in plan[path]:  # one entry, or one per cluster that names the file
+                    reader = pa.BufferReader(data) if data is not None else io.BytesIO(b"")
+                    yield entry, decode_rows(entry, cast(IO[bytes], reader))
+                    if counters is not None:
+                        counters[0].add(1)
+                        counters[1].add(entry.length)
                 del data
-        yield from _last(buf, tally, counters, counts)
+
+    def decode(batches: Iterator[Any]) -> Iterator[Any]:
+        return _by_cluster(rows(batches), counters, summary)
 
     return decode
 

@@ -289,13 +289,12 @@ TASK_BYTES = 16 * 1024 * 1024
 MAX_TASKS = 4096
 
 
-def pack_tasks(plan: Sequence[PlannedFile], cores: int, total: int | None = None) -> list[list[PlannedFile]]:
+def pack_tasks(plan: Sequence[PlannedFile], cores: int) -> list[list[PlannedFile]]:
     """The entries each decoding task takes: an entry of `TASK_BYTES` or more alone; smaller ones together, of one
-    kind and in log order (snapshots by end offset, segments by base offset), so that a task's rows, and so the
-    files it writes, cover one stretch of offsets. Less than `TASK_BYTES` a task when the input is small, so that
-    every core gets work; the biggest tasks first. `total`: the bytes the cores share when `plan` is one cluster's
-    part of an ingest of many (its own bytes by default)."""
-    total = sum(f.size for f in plan) if total is None else total
+    kind, cluster by cluster and in log order (snapshots by end offset, segments by base offset), so that a task's
+    rows of a cluster, and so the files it writes, cover one stretch of offsets. Less than `TASK_BYTES` a task when
+    the input is small, so that every core gets work; the biggest tasks first."""
+    total = sum(f.size for f in plan)
     target = max(1, min(TASK_BYTES, -(-total // (2 * max(cores, 1)))))
     tasks: list[list[PlannedFile]] = []
     small: dict[str, list[PlannedFile]] = {}
@@ -321,6 +320,6 @@ def pack_tasks(plan: Sequence[PlannedFile], cores: int, total: int | None = None
     return tasks
 
 
-def _log_order(f: PlannedFile) -> tuple[int, int, str, int]:
+def _log_order(f: PlannedFile) -> tuple[str, int, int, str, int]:
     first = f.snapshot_end_offset if f.snapshot_end_offset is not None else kfiles.first_offset_from_name(f.uri)
-    return (-1 if first is None else first, f.snapshot_epoch or 0, f.uri, f.start)
+    return (f.cluster or "", -1 if first is None else first, f.snapshot_epoch or 0, f.uri, f.start)

@@ -54,9 +54,10 @@ def summarise(rows: DataFrame) -> list[Any]:
 
 def summary_rows(decoded: DataFrame) -> DataFrame:
     """The summary pass's rows of decoded rows already at hand (cached), one each: what the executors send
-    (`ingest_summary_rows`) when they decode for the summary."""
+    (`ingest_summary_rows`) when they decode for the summary (with the cluster, where the rows carry one)."""
+    by_cluster = ["cluster_id"] if "cluster_id" in decoded.columns else []
     return decoded.select(*READ, F.lit(1).cast("long").alias("_n"), F.col("offset").alias("_lo"),
-                          F.col("offset").alias("_hi"))
+                          F.col("offset").alias("_hi"), *by_cluster)
 
 
 def rows_per_copy(summary: list[Any]) -> dict[tuple[Any, ...], int]:

@@ -17,10 +17,10 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from pyspark.sql.window import Window
@@ -146,32 +146,40 @@ def own_session(spark: SparkSession) -> SparkSession:
 
 
 
-def records_source(decoded: DataFrame, cluster: str, ingest_id: str, drop: list[Copy], rows_hint: int = 0,
+def ingest_ids(parts: Sequence[ClusterRows]) -> Column:
+    """Each row's ingest id, by its cluster."""
+    if len(parts) == 1:
+        return F.lit(parts[0].report.ingest_id)
+    pairs = [F.lit(x) for p in parts for x in (p.cluster, p.report.ingest_id)]
+    return F.element_at(F.create_map(*pairs), F.col("cluster_id"))
+
+
+def records_source(decoded: DataFrame, parts: Sequence[ClusterRows], drop: list[tuple[str, Copy]],
                    unique: bool = False) -> DataFrame:
-    """The metadata_records rows of this ingest, one per key (the first by file and position), without the
-    snapshot copies in `drop` (`copies_to_drop`).
+    """The metadata_records rows of these clusters' ingest (`decoded`: theirs, with `cluster_id`), one per key (the
+    first by file and position), without the snapshot copies in `drop` (cluster, `copies_to_drop`'s copy).
 
     `unique`: no two rows can share a key (`ingest_tally.no_repeated_keys`), and they are written as the decoding
-    tasks made them: a task's rows are one file, a piece of one, or small files of one kind in log order
-    (`ingest_plan.pack_tasks`), so each written file covers one stretch of the log. Otherwise they are
-    range-partitioned by stream and offset into parts of about `ROWS_PER_FILE` rows (`rows_hint` bounds the rows),
-    with the same property, and the duplicate check runs inside those parts (its key holds stream and offset): the
-    rows are shuffled once."""
+    tasks made them: a task's rows of a cluster are one file, a piece of one, or small files of one kind in log
+    order (`ingest_plan.pack_tasks`), so each written file covers one stretch of the log. Otherwise they are
+    range-partitioned by cluster, stream and offset into parts of about `ROWS_PER_FILE` rows (the records decoded
+    bound the rows), with the same property, and the duplicate check runs inside those parts (its key holds them):
+    the rows are shuffled once."""
     cols = SCHEMAS[METADATA_RECORDS].fieldNames()
     rows = decoded.filter(F.col("row_type") == "R").withColumns({
-        "cluster_id": F.lit(cluster),
-        "ingest_id": F.lit(ingest_id),
+        "ingest_id": ingest_ids(parts),
         "append_ts": F.timestamp_millis(F.col("append_time")),
     })
     if drop:
-        key = [*SNAPSHOT_ID, *COPY_KEY]
+        key = ["cluster_id", *SNAPSHOT_ID, *COPY_KEY]
         schema = StructType([decoded.schema[c] for c in key])
         # one row per copy: broadcast, so that the records are not shuffled to meet it
-        dropped = F.broadcast(decoded.sparkSession.createDataFrame(drop, schema))
+        dropped = F.broadcast(decoded.sparkSession.createDataFrame([(c, *copy) for c, copy in drop], schema))
         rows = join_null_safe(rows, dropped, key, "left_anti")
     if unique:
         return rows.select(*cols)
-    rows = rows.repartitionByRange(max(1, -(-rows_hint // ROWS_PER_FILE)), "stream", "offset")
+    hint = sum(p.report.records for p in parts)
+    rows = rows.repartitionByRange(max(1, -(-hint // ROWS_PER_FILE)), "cluster_id", "stream", "offset")
     copy = [F.when(F.col("stream") != "log", F.col(c)).alias("_copy_" + c) for c in COPY_KEY]
     first = Window.partitionBy(*RECORD_KEY, *[f"_copy_{c}" for c in COPY_KEY]).orderBy(
         "source_file", "file_position", "record_index")
@@ -179,30 +187,35 @@ def records_source(decoded: DataFrame, cluster: str, ingest_id: str, drop: list[
     return rows.withColumn("_n", F.row_number().over(first)).filter(F.col("_n") == 1).select(*cols)
 
 
-def quarantine_source(decoded: DataFrame, cluster: str, ingest_id: str) -> DataFrame:
+def quarantine_source(decoded: DataFrame, parts: Sequence[ClusterRows]) -> DataFrame:
     cols = SCHEMAS[QUARANTINE].fieldNames()
-    rows = decoded.filter(F.col("row_type") == "Q").withColumns(
-        {"cluster_id": F.lit(cluster), "ingest_id": F.lit(ingest_id)}
-    )
-    return rows.dropDuplicates(["content_hash"]).select(*cols)
+    rows = decoded.filter(F.col("row_type") == "Q").withColumn("ingest_id", ingest_ids(parts))
+    return rows.dropDuplicates(["cluster_id", "content_hash"]).select(*cols)
 
 
-def _record_condition(cluster: str, log_offsets: tuple[int, int] | None = None) -> str:
-    """The MERGE's match: the record key, and literal bounds on the stored rows (log records in the source's offset
-    range, or snapshot rows), so Delta reads only the files that can hold a match: an ingest past what the lake
-    holds reads none of them and is in effect an append. It stays a MERGE because a blind append never conflicts:
-    two ingests of one dump at once would both land, where MERGE's conflict check makes the second find the first's
-    rows on retry."""
-    parts = [f"t.cluster_id = {sql_string(cluster)}", "t.cluster_id = s.cluster_id"]
-    in_range = "FALSE" if log_offsets is None else (
-        f"t.offset BETWEEN {int(log_offsets[0])} AND {int(log_offsets[1])}")
-    parts.append(f"((t.stream = 'log' AND {in_range}) OR t.stream <> 'log')")
+def _record_condition(parts: Sequence[ClusterRows]) -> str:
+    """The MERGE's match: the record key, and literal bounds on the stored rows (each cluster's log records in its
+    source's offset range, or snapshot rows), so Delta reads only the files that can hold a match: an ingest past
+    what the lake holds reads none of them and is in effect an append. It stays a MERGE because a blind append never
+    conflicts: two ingests of one dump at once would both land, where MERGE's conflict check makes the second find
+    the first's rows on retry."""
+    def bounds(p: ClusterRows) -> str:
+        offsets = p.report.log_offsets
+        in_range = "FALSE" if offsets is None else f"t.offset BETWEEN {int(offsets[0])} AND {int(offsets[1])}"
+        return f"((t.stream = 'log' AND {in_range}) OR t.stream <> 'log')"
+
+    if len(parts) == 1:
+        head = [f"t.cluster_id = {sql_string(parts[0].cluster)}", "t.cluster_id = s.cluster_id", bounds(parts[0])]
+    else:
+        named = ", ".join(sql_string(p.cluster) for p in parts)
+        each = " OR ".join(f"(t.cluster_id = {sql_string(p.cluster)} AND {bounds(p)})" for p in parts)
+        head = [f"t.cluster_id IN ({named})", "t.cluster_id = s.cluster_id", f"({each})"]
     for col in RECORD_KEY[1:]:
         op = "<=>" if col in _NULLABLE_KEY else "="
-        parts.append(f"t.`{col}` {op} s.`{col}`")
+        head.append(f"t.`{col}` {op} s.`{col}`")
     same_copy = " AND ".join(f"t.`{c}` <=> s.`{c}`" for c in COPY_KEY)
-    parts.append(f"(s.stream = 'log' OR ({same_copy}))")
-    return " AND ".join(parts)
+    head.append(f"(s.stream = 'log' OR ({same_copy}))")
+    return " AND ".join(head)
 
 
 def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
@@ -229,11 +242,10 @@ def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
 
 @dataclasses.dataclass
 class ClusterRows:
-    """One cluster's part of an ingest's write: its decoded rows, its report, its summary (`ingest_summary`), the
-    (stream, end offset, epoch) of its snapshot and bootstrap rows, and whether no two of its record rows can share
-    a key (`ingest_tally.no_repeated_keys`)."""
+    """One cluster's part of an ingest's write: its report, its summary (`ingest_summary`), the (stream, end
+    offset, epoch) of its snapshot and bootstrap rows, and whether no two of its record rows can share a key
+    (`ingest_tally.no_repeated_keys`)."""
 
-    decoded: DataFrame
     report: IngestReport
     summary: list[Any] = dataclasses.field(default_factory=list)
     copies: set[tuple[str | None, int | None, int | None]] = dataclasses.field(default_factory=set)
@@ -244,15 +256,19 @@ class ClusterRows:
         return self.report.cluster_id
 
 
-def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows]) -> dict[str, int]:
+# The decoded rows (`cluster_id` among them) of the clusters named.
+RowsOf = Callable[[Sequence[str]], DataFrame]
+
+
+def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows], rows_of: RowsOf) -> dict[str, int]:
     """Write the metadata_records rows of an ingest's clusters; how many were new, per cluster.
 
     Append first: the clusters for which the lake holds none of the rows in the region theirs could collide with (a
     first ingest, a later dump past the stored end, new snapshots) are written together without a MERGE, as one
     `replaceWhere` of those empty regions: one write of the rows, no join with the table, and still one commit that
     conflicts with a concurrent ingest writing into the same region (a blind append would not), so the loser
-    retries and then finds the winner's rows through the MERGE. Each other cluster (an overlapping dump) is a MERGE
-    that inserts what the table does not match."""
+    retries and then finds the winner's rows through the MERGE. The other clusters (overlapping dumps) are one
+    MERGE that inserts what the table does not match."""
     new: dict[str, int] = {}
     waiting = list(parts)
     for attempt in range(1, MERGE_ATTEMPTS + 1):
@@ -262,15 +278,15 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows])
         appended = [p for p in waiting if p.cluster in regions and p.cluster not in held]
         if not appended:
             break
-        rows = {p.cluster: p.report.records for p in appended}
-        metadata = _user_metadata([p.report for p in appended], METADATA_RECORDS, rows)
-        source = _union([records_source(p.decoded, p.cluster, p.report.ingest_id,
-                                        copies_to_drop(p.summary, None, p.cluster), p.report.records, p.unique)
-                         for p in appended])
+        metadata = _user_metadata([p.report for p in appended], METADATA_RECORDS,
+                                  {p.cluster: p.report.records for p in appended})
+        drop = [(p.cluster, c) for p in appended for c in copies_to_drop(p.summary, None, p.cluster)]
+        source = records_source(rows_of([p.cluster for p in appended]), appended, drop,
+                                unique=all(p.unique for p in appended))
         try:
             lake.write(METADATA_RECORDS, source, metadata,
                        replace_where=" OR ".join(f"({regions[p.cluster]})" for p in appended),
-                       max_rows_per_file=ROWS_PER_FILE if any(p.unique for p in appended) else None)
+                       max_rows_per_file=ROWS_PER_FILE if all(p.unique for p in appended) else None)
         except Exception as e:
             if not _is_conflict(e):
                 raise
@@ -280,13 +296,14 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows])
         new.update(_rows_added(lake, METADATA_RECORDS, metadata, [p.report for p in appended]))
         waiting = [p for p in waiting if p.cluster not in new]
         break
-    for p in waiting:
-        new[p.cluster] = insert_new(
-            spark, lake, METADATA_RECORDS,
-            records_source(p.decoded, p.cluster, p.report.ingest_id, copies_to_drop(p.summary, lake, p.cluster),
-                           p.report.records, p.unique),
-            _record_condition(p.cluster, p.report.log_offsets),
-            _user_metadata([p.report], METADATA_RECORDS, {p.cluster: p.report.records}))
+    if waiting:
+        drop = [(p.cluster, c) for p in waiting for c in copies_to_drop(p.summary, lake, p.cluster)]
+        source = records_source(rows_of([p.cluster for p in waiting]), waiting, drop,
+                                unique=all(p.unique for p in waiting))
+        reports = [p.report for p in waiting]
+        added = insert_new(spark, lake, METADATA_RECORDS, source, _record_condition(waiting),
+                           _user_metadata(reports, METADATA_RECORDS, {p.cluster: p.report.records for p in waiting}))
+        new.update(_per_cluster(lake, METADATA_RECORDS, reports, added))
     return new
 
 
@@ -317,6 +334,13 @@ def _rows_added(lake: Lake, table: str, metadata: str, reports: Sequence[IngestR
     return {reports[0].cluster_id: 0 if ours is None else int((ours["operationMetrics"] or {}).get("numOutputRows", 0))}
 
 
+def _per_cluster(lake: Lake, table: str, reports: Sequence[IngestReport], added: int) -> dict[str, int]:
+    """A MERGE's inserted rows (`added`) per cluster: counted by their ingest ids when there are several."""
+    if len(reports) == 1:
+        return {reports[0].cluster_id: added}
+    return rows_per_cluster(lake, table, reports) if added else {r.cluster_id: 0 for r in reports}
+
+
 def rows_per_cluster(lake: Lake, table: str, reports: Sequence[IngestReport]) -> dict[str, int]:
     """How many rows of `table` each report's ingest wrote (its rows carry its ingest id): one Spark job."""
     counts = (lake.read(table)
@@ -332,13 +356,12 @@ def _quarantine_condition(clusters: Sequence[str]) -> str:
     return f"t.cluster_id IN ({named}) AND t.cluster_id = s.cluster_id AND t.content_hash = s.content_hash"
 
 
-def write_quarantine(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows]) -> dict[str, int]:
+def write_quarantine(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows], rows_of: RowsOf
+                     ) -> dict[str, int]:
     """Write the quarantine rows of an ingest's clusters (problems the table does not hold yet) in one MERGE; how
     many were new, per cluster."""
     reports = [p.report for p in parts]
-    source = _union([quarantine_source(p.decoded, p.cluster, p.report.ingest_id) for p in parts])
+    source = quarantine_source(rows_of([p.cluster for p in parts]), parts)
     added = insert_new(spark, lake, QUARANTINE, source, _quarantine_condition([p.cluster for p in parts]),
                        _user_metadata(reports, QUARANTINE, {p.cluster: p.report.problems for p in parts}))
-    if len(parts) == 1:
-        return {parts[0].cluster: added}
-    return rows_per_cluster(lake, QUARANTINE, reports) if added else {p.cluster: 0 for p in parts}
+    return _per_cluster(lake, QUARANTINE, reports, added)
