@@ -1,13 +1,16 @@
 """Ingest: dumps of `__cluster_metadata` into the lake's `metadata_records` and `quarantine` tables.
 
     report = ingest(spark, ["/dumps/node1", "dbfs:/dumps/node2/dump.txt"], cluster="prod-a", lake="./lakehouse")
+    reports, failed = ingest_clusters(spark, {"prod-a": ["/dumps/a"], "prod-b": ["/dumps/b"]}, lake="./lakehouse")
 
 The steps, each in a module of its own: list and classify the inputs (`ingest_plan`); decode them on the
 executors with `mapInArrow` (`ingest_decode` and `ingest_rows`, which need no Spark); check on the driver with
 aggregates only (`ingest_summary`, from rows the tasks shrink to what it reads: `ingest_summary_rows`; in strict
 mode any problem raises `StrictIngestError` there, before anything is written); write one commit per table
 (`ingest_write`), without looking for repeated rows where the decoding tasks' offset tallies prove there are none
-(`ingest_tally`). The Python decoder's rows are persisted so that files
+(`ingest_tally`). Many clusters are one ingest (`ingest_clusters`, as a watch's micro-batch takes them): their
+files are decoded together, each row carrying its cluster, and each table gets one commit for all of them; the
+checks, the proof and the report are per cluster. The Python decoder's rows are persisted so that files
 are decoded once; the compiled decoder decodes them again for the write. The ingest runs in a session of its own
 (`spark.newSession()`): the userMetadata of a SQL MERGE is a session conf, and ingests may run concurrently from
 threads of one application.

@@ -170,6 +170,45 @@ def test_small_files_are_decoded_together_in_log_order_and_big_ones_alone() -> N
     assert sorted(t[0].kind for t in mixed) == ["segment", "snapshot"] and all(len(t) == 1 for t in mixed)
 
 
+def test_a_task_of_several_clusters_keeps_each_ones_rows_tally_and_counts_apart(tmp_path: Any) -> None:
+    """An ingest of many clusters packs their small files together, cluster by cluster and each in log order; a
+    task's rows carry their cluster, and its offset tallies and log-record counts are per cluster (the same offsets
+    in two clusters are no repeated key), as two tasks of one cluster each would give them."""
+    from replay.spark.ingest_decode import make_stream_decoder
+
+    dumps = {c: write_batches(str(tmp_path / c / "__cluster_metadata-0"), [
+        writer.encode_batch(0, [writer.noop()], 1, T0),
+        writer.encode_batch(1, [writer.acl_record(acl_id(1), ALICE_READ)], 1, T0 + 1)]) for c in ("a", "b")}
+    small = [PlannedFile(f"/d/{c}/{i * 100:020d}.log", 1000, "segment", cluster=c)
+             for c in ("c", "b", "a") for i in range(3, -1, -1)]
+    packed = pack_tasks(small, cores=1)  # two tasks of six files
+    assert [[(f.cluster, f.name[:-4].lstrip("0") or "0") for f in t] for t in packed] == [
+        [("a", "0"), ("a", "100"), ("a", "200"), ("a", "300"), ("b", "0"), ("b", "100")],
+        [("b", "200"), ("b", "300"), ("c", "0"), ("c", "100"), ("c", "200"), ("c", "300")]]
+    tasks = [[PlannedFile(path, os.path.getsize(path), "segment", cluster=c, local_path=path)
+              for c, path in sorted(dumps.items())]]  # one task: a's file, then b's
+
+    class Counter:
+        def __init__(self) -> None:
+            self.value: list[Any] = []
+
+        def add(self, items: Any) -> None:
+            self.value = self.value + items if isinstance(items, list) else self.value
+
+    for summary in (False, True):
+        counters = (Counter(), Counter(), Counter())
+        out = pa.Table.from_batches(list(make_stream_decoder(tasks, counters, summary)(
+            iter([pa.record_batch([pa.array([0], pa.int64())], names=["id"])]))))
+        if summary:  # one row a cluster counts its two log records
+            got = out.group_by("cluster_id").aggregate([("_n", "sum"), ("_n", "count")]).to_pylist()
+            assert sorted((r["cluster_id"], r["_n_sum"], r["_n_count"]) for r in got) == [("a", 2, 1), ("b", 2, 1)]
+        else:
+            got = out.group_by("cluster_id").aggregate([("offset", "count")]).to_pylist()
+            assert sorted((r["cluster_id"], r["offset_count"]) for r in got) == [("a", 2), ("b", 2)]
+        tallies = counters[2].value
+        assert sorted((c, t[1], t[2]) for c, t in tallies) == [("a", 2, True), ("b", 2, True)]
+
+
 def _decoded(rows: list[dict[str, Any]]) -> Any:
     """An Arrow batch of decoded rows (`DECODED_FIELDS`), the columns not given null."""
     schema = arrow_schema()
