@@ -139,8 +139,8 @@ def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any
         with open(sorted((root / name).rglob("*.log"))[-1], "ab") as f:
             f.write(b"\0" * 40)  # a torn tail: a problem for quarantine, in two clusters of the batch
 
-    def listed(name: str) -> list[tuple[str, int]]:  # as the stream lists them
-        return [(f"file:{p}", os.path.getsize(p)) for p in sorted((root / name).rglob("*")) if p.is_file()]
+    def listed(name: str, under: Path = root) -> list[tuple[str, int]]:  # as the stream lists them
+        return [(f"file:{p}", os.path.getsize(p)) for p in sorted((under / name).rglob("*")) if p.is_file()]
 
     def tables(lake: Lake) -> dict[str, dict[str, Counter[tuple[Any, ...]]]]:
         out = {}
@@ -177,6 +177,20 @@ def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any
     assert not failed and {n: (r.records_new, r.problems_new) for n, r in reports.items()} == {
         n: (sum(got["metadata_records"][n].values()), sum(got["quarantine"][n].values())) for n in names[1:3]}
     assert ingest_new_files(together, str(root), {n: listed(n) for n in names}) == {n: 0 for n in names}
+
+    # the next day's dumps of two clusters repeat what the lake holds and go on: one MERGE for both, counted apiece
+    days = tmp_path / "days"
+    for i, name in enumerate(names[:2]):
+        log = synth.generate(60 + i, n_batches=30)
+        for day, cut in (("d0", log.end_offset // 2), ("d1", None)):
+            synth.write_dump(log, str(days / day / name), synth.Layout(segment_every=15, max_offset=cut))
+    later = Lake(spark, str(tmp_path / "later"))
+    first = ingest_new_files(later, str(days / "d0"), {n: listed(n, days / "d0") for n in names[:2]})
+    second = ingest_new_files(later, str(days / "d1"), {n: listed(n, days / "d1") for n in names[:2]})
+    held = {n: later.read("metadata_records").where(F.col("cluster_id") == n).count() for n in names[:2]}
+    assert all(second.values()) and {n: first[n] + second[n] for n in names[:2]} == held
+    assert [json.loads(r["userMetadata"]).get("cluster_ids") for r in later.history("metadata_records").collect()
+            if r["operation"] == "MERGE"] == [names[:2]]
 
     broken = Lake(spark, str(tmp_path / "broken"))
     gone = [(f"file:{tmp_path}/in/bad/00000000000000000000.log", 100)]  # listed, then removed before its ingest
