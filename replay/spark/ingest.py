@@ -418,21 +418,20 @@ def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], rows_of: C
         return
     for table in (METADATA_RECORDS, QUARANTINE):
         lake.ensure(table)
+    report = {p.cluster: p.report for p in parts}
     # An empty side is skipped: an insert-only MERGE of nothing would not commit anyway.
-    records = [p for p in parts if p.report.records]
-    if records:
+    if records := [p for p in parts if p.report.records]:
         decoded = sum(p.report.records for p in records)
         progress_ui.say(f"writing {METADATA_RECORDS} ({decoded:,} records decoded)", progress)
         with step(spark, f"ingest: write {METADATA_RECORDS}"):
             for cluster, n in write_records(spark, lake, records, rows_of).items():
-                next(p for p in records if p.cluster == cluster).report.records_new = n
-    problems = [p for p in parts if p.report.problems]
-    if problems:
-        found = sum(p.report.problems for p in problems)
-        progress_ui.say(f"writing {QUARANTINE} ({found:,} problems found)", progress)
+                report[cluster].records_new = n
+    if problems := [p for p in parts if p.report.problems]:
+        progress_ui.say(f"writing {QUARANTINE} ({sum(p.report.problems for p in problems):,} problems found)",
+                        progress)
         with step(spark, f"ingest: write {QUARANTINE}"):
             for cluster, n in write_quarantine(spark, lake, problems, rows_of).items():
-                next(p for p in problems if p.cluster == cluster).report.problems_new = n
+                report[cluster].problems_new = n
     versions = {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)}
     for p in parts:
         p.report.committed = {METADATA_RECORDS: p.report.records_new > 0, QUARANTINE: p.report.problems_new > 0}
