@@ -9,6 +9,7 @@ always kept.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -79,29 +80,28 @@ def _copy_digest_columns() -> tuple[Column, Column]:
 
 
 def _copy_digests(rows: DataFrame) -> DataFrame:
-    """Per snapshot or bootstrap copy (`SNAPSHOT_ID` + `COPY_KEY`): its record count and digest."""
+    """Per cluster and snapshot or bootstrap copy (`SNAPSHOT_ID` + `COPY_KEY`): its record count and digest."""
     h1, h2 = _copy_digest_columns()
-    return rows.groupBy(*SNAPSHOT_ID, *COPY_KEY).agg(
+    return rows.groupBy("cluster_id", *SNAPSHOT_ID, *COPY_KEY).agg(
         F.count(F.lit(1)).alias("_n"), F.sum(h1).alias("_h1"), F.sum(h2).alias("_h2"))
 
 
 def _clean(copies: DataFrame, problems: DataFrame) -> DataFrame:
     """The copies no problem other than a notice names (a copy with one is judged on its own by the replay)."""
     bad = problems.where(~F.col("kind").isin(*sorted(k.value for k in NOTICE_KINDS)))
-    return join_null_safe(copies, bad, COPY_KEY, "left_anti")
+    return join_null_safe(copies, bad, ["cluster_id", *COPY_KEY], "left_anti")
 
 
 Copy = tuple[Any, ...]  # (stream, snapshot_end_offset, snapshot_epoch, source_file, text_section)
 
 
-def copies_to_drop(summary: list[Any], lake: Lake | None, cluster: str) -> list[Copy]:
-    """The snapshot and bootstrap copies of this ingest not to store, from the summary: those whose exact content
-    the lake (when given) or an earlier copy of this ingest already holds in a clean copy (the same snapshot in
-    tomorrow's dump, or from another node). A copy with problems is always kept, under its own file."""
+def copies_to_drop(summaries: Mapping[str, list[Any]], lake: Lake | None) -> dict[str, list[Copy]]:
+    """Per cluster (`summaries`: each one's summary rows), the snapshot and bootstrap copies of this ingest not to
+    store: those whose exact content the lake (when given) or an earlier copy of this ingest already holds in a
+    clean copy of that cluster (the same snapshot in tomorrow's dump, or from another node). A copy with problems is
+    always kept, under its own file. What the lake holds is read in one query for all the clusters (a day's dumps
+    of a fleet, each repeating snapshots the lake holds, asked once per cluster took about six Spark jobs each)."""
     notices = {k.value for k in NOTICE_KINDS}
-    bad = {(r["source_file"], r["text_section"]) for r in summary if r["row_type"] == "Q" and r["kind"] not in notices}
-    clean = [r for r in summary if r["row_type"] == "R" and r["source_file"] is not None
-             and (r["source_file"], r["text_section"]) not in bad]
 
     def copy(r: Any) -> Copy:
         return tuple(r[c] for c in (*SNAPSHOT_ID, *COPY_KEY))
@@ -112,28 +112,39 @@ def copies_to_drop(summary: list[Any], lake: Lake | None, cluster: str) -> list[
     def first_by_copy_key(r: Any) -> tuple[Any, ...]:  # ascending, nulls first, as the table orders them
         return tuple(x for c in COPY_KEY for x in (r[c] is not None, r[c] or ""))
 
-    drop: list[Copy] = []
-    kept: dict[tuple[Any, ...], Any] = {}
-    for r in sorted(clean, key=first_by_copy_key):
-        if content(r) in kept:
-            drop.append(copy(r))
-        else:
-            kept[content(r)] = r
-    if lake is not None and kept and lake.exists(METADATA_RECORDS):
-        ids = {content(r)[:3] for r in kept.values()}
-        same_snapshot = functools.reduce(lambda a, b: a | b, [
-            functools.reduce(lambda a, b: a & b,
-                             [F.col(c).eqNullSafe(F.lit(v)) for c, v in zip(SNAPSHOT_ID, i, strict=True)])
-            for i in sorted(ids, key=repr)])
-        stored = lake.read(METADATA_RECORDS).where(
-            (F.col("cluster_id") == cluster) & (F.col("stream") != "log") & same_snapshot)
-        stored_problems = lake.read(QUARANTINE).where(F.col("cluster_id") == cluster) if lake.exists(QUARANTINE) \
-            else None
-        digests = _copy_digests(stored)
-        if stored_problems is not None:
-            digests = _clean(digests, stored_problems)
-        held = {(*(d[c] for c in SNAPSHOT_ID), d["_n"], d["_h1"], d["_h2"])
-                for d in digests.select(*SNAPSHOT_ID, "_n", "_h1", "_h2").distinct().collect()}
-        drop += [copy(r) for key, r in kept.items() if key in held]
-    return drop
+    drop: dict[str, list[Copy]] = {}
+    kept: dict[str, dict[tuple[Any, ...], Any]] = {}
+    for cluster, summary in summaries.items():
+        bad = {(r["source_file"], r["text_section"]) for r in summary
+               if r["row_type"] == "Q" and r["kind"] not in notices}
+        clean = [r for r in summary if r["row_type"] == "R" and r["source_file"] is not None
+                 and (r["source_file"], r["text_section"]) not in bad]
+        drop[cluster], kept[cluster] = [], {}
+        for r in sorted(clean, key=first_by_copy_key):
+            if content(r) in kept[cluster]:
+                drop[cluster].append(copy(r))
+            else:
+                kept[cluster][content(r)] = r
+    asked = {c: k for c, k in kept.items() if k}
+    if lake is None or not asked or not lake.exists(METADATA_RECORDS):
+        return drop
 
+    def any_of(columns: list[Column]) -> Column:
+        return functools.reduce(lambda a, b: a | b, columns)
+
+    def same(ids: tuple[Any, ...]) -> Column:
+        return functools.reduce(lambda a, b: a & b,
+                                [F.col(c).eqNullSafe(F.lit(v)) for c, v in zip(SNAPSHOT_ID, ids, strict=True)])
+
+    wanted = any_of([(F.col("cluster_id") == cluster) & any_of([same(i) for i in sorted(
+        {key[:3] for key in copies}, key=repr)]) for cluster, copies in sorted(asked.items())])
+    clusters = F.col("cluster_id").isin(sorted(asked))
+    digests = _copy_digests(lake.read(METADATA_RECORDS).where(clusters & (F.col("stream") != "log") & wanted))
+    if lake.exists(QUARANTINE):
+        digests = _clean(digests, lake.read(QUARANTINE).where(clusters))
+    held: dict[str, set[tuple[Any, ...]]] = {}
+    for d in digests.select("cluster_id", *SNAPSHOT_ID, "_n", "_h1", "_h2").distinct().collect():
+        held.setdefault(d["cluster_id"], set()).add((*(d[c] for c in SNAPSHOT_ID), d["_n"], d["_h1"], d["_h2"]))
+    for cluster, copies in asked.items():
+        drop[cluster] += [copy(r) for key, r in copies.items() if key in held.get(cluster, set())]
+    return drop

@@ -280,7 +280,7 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows],
             break
         metadata = _user_metadata([p.report for p in appended], METADATA_RECORDS,
                                   {p.cluster: p.report.records for p in appended})
-        drop = [(p.cluster, c) for p in appended for c in copies_to_drop(p.summary, None, p.cluster)]
+        drop = _dropped(appended, None)
         source = records_source(rows_of([p.cluster for p in appended]), appended, drop,
                                 unique=all(p.unique for p in appended))
         try:
@@ -297,7 +297,7 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows],
         waiting = [p for p in waiting if p.cluster not in new]
         break
     if waiting:
-        drop = [(p.cluster, c) for p in waiting for c in copies_to_drop(p.summary, lake, p.cluster)]
+        drop = _dropped(waiting, lake)
         source = records_source(rows_of([p.cluster for p in waiting]), waiting, drop,
                                 unique=all(p.unique for p in waiting))
         reports = [p.report for p in waiting]
@@ -305,6 +305,12 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows],
                            _user_metadata(reports, METADATA_RECORDS, {p.cluster: p.report.records for p in waiting}))
         new.update(_per_cluster(lake, METADATA_RECORDS, reports, added))
     return new
+
+
+def _dropped(parts: Sequence[ClusterRows], lake: Lake | None) -> list[tuple[str, Copy]]:
+    """The (cluster, copy) of the snapshot and bootstrap copies not to store (`copies_to_drop`)."""
+    found = copies_to_drop({p.cluster: p.summary for p in parts}, lake)
+    return [(cluster, c) for cluster, copies in found.items() for c in copies]
 
 
 def _clusters_holding_rows(lake: Lake, regions: dict[str, str]) -> set[str]:
