@@ -113,14 +113,15 @@ def test_a_running_watch_picks_up_a_dump_that_arrives(spark: Any, tmp_path: Path
     assert offsets == log.end_offset  # every offset of the dump
 
 
-@pytest.mark.slow  # ten small ingests: about a minute
+@pytest.mark.slow  # about twenty small ingests: a minute
 def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """A micro-batch's clusters are ingested together (`ingest_new_files`: one decoding job, one commit per table
-    for the clusters the lake holds nothing of in the new files' offset range, a MERGE for each other one): the lake
+    """A micro-batch's clusters are ingested together (`ingest_new_files`: one decoding pass, one commit per table
+    for the clusters the lake holds nothing of in the new files' offset range, one MERGE for the others): the lake
     gets the rows one ingest after the other gives, and each cluster's count of new rows is its own; the commit
-    names every cluster it holds. A cluster that cannot be ingested does not stop the others: its error is raised
-    after them, naming it. A batch of more clusters than one ingest takes is ingested in parts."""
+    names every cluster it holds. A later day's dumps that repeat held snapshots store none of them again. A cluster
+    that cannot be ingested does not stop the others: its error is raised after them, naming it. A batch of more
+    clusters than one ingest takes is ingested in parts."""
     import json
     import os
 
@@ -183,12 +184,23 @@ def test_clusters_ingested_together_hold_what_one_by_one_ingests_hold(spark: Any
     for i, name in enumerate(names[:2]):
         log = synth.generate(60 + i, n_batches=30)
         for day, cut in (("d0", log.end_offset // 2), ("d1", None)):
-            synth.write_dump(log, str(days / day / name), synth.Layout(segment_every=15, max_offset=cut))
+            synth.write_dump(log, str(days / day / name), synth.Layout(segment_every=15, max_offset=cut,
+                                                                       snapshot_at=(log.end_offset // 4,)))
     later = Lake(spark, str(tmp_path / "later"))
     first = ingest_new_files(later, str(days / "d0"), {n: listed(n, days / "d0") for n in names[:2]})
     second = ingest_new_files(later, str(days / "d1"), {n: listed(n, days / "d1") for n in names[:2]})
     held = {n: later.read("metadata_records").where(F.col("cluster_id") == n).count() for n in names[:2]}
     assert all(second.values()) and {n: first[n] + second[n] for n in names[:2]} == held
+    one_by_one = Lake(spark, str(tmp_path / "one-by-one"))
+    for day in ("d0", "d1"):
+        for name in names[:2]:
+            ingest(spark, [str(days / day / name)], cluster=name, lake=one_by_one, progress=False)
+    # the same rows: the snapshots the lake held already, repeated in the later dumps, are not stored again
+    assert {n: tables(later)["metadata_records"][n] for n in names[:2]} == {
+        n: tables(one_by_one)["metadata_records"][n] for n in names[:2]}
+    copies = later.read("metadata_records").where(F.col("stream") == "snapshot").groupBy("cluster_id").agg(
+        F.countDistinct("source_file").alias("files")).collect()
+    assert sorted((r["cluster_id"], r["files"]) for r in copies) == [(n, 1) for n in names[:2]]  # d0's copy only
     assert [json.loads(r["userMetadata"]).get("cluster_ids") for r in later.history("metadata_records").collect()
             if r["operation"] == "MERGE"] == [names[:2]]
 
