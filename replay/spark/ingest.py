@@ -30,7 +30,7 @@ import re
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -58,7 +58,7 @@ from replay.spark.ingest_rows import DECODED_FIELDS
 from replay.spark.ingest_summary import rows_per_copy, summarise, summary_rows
 from replay.spark.ingest_summary_rows import SUMMARY_FIELDS
 from replay.spark.ingest_tally import no_repeated_keys
-from replay.spark.ingest_write import ClusterRows, own_session, write_quarantine, write_records
+from replay.spark.ingest_write import ClusterRows, RowsOf, own_session, write_quarantine, write_records
 from replay.spark.session import keeps_active_session, step
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, Lake
 
@@ -339,7 +339,7 @@ def _summarise(spark: SparkSession, rows: DataFrame, counters: Any, total: int, 
 
 
 def _checked(share: _Share, summary: list[Any], tallies: list[Any] | None,
-             rows_of: Callable[[Sequence[str]], DataFrame], strict: bool) -> ClusterRows:
+             rows_of: RowsOf, strict: bool) -> ClusterRows:
     """The cluster's report filled from its summary rows, and what its write needs (`tallies`: its decoding tasks'
     offset tallies; `rows_of`: decoded rows, for the problems strict mode names); `IngestError` when none of its
     files could be read, `StrictIngestError` for problems under `strict` (nothing of it is written)."""
@@ -410,7 +410,7 @@ def _checked(share: _Share, summary: list[Any], tallies: list[Any] | None,
     return ClusterRows(report, summary, copies, unique)
 
 
-def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], rows_of: Callable[[Sequence[str]], DataFrame],
+def _write(spark: SparkSession, lake: Lake, parts: list[ClusterRows], rows_of: RowsOf,
            progress: bool) -> None:
     """Each table's rows of every cluster in one commit (`ingest_write`; `rows_of`: the decoded rows of some
     clusters), and the clusters' reports told so."""

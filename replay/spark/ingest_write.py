@@ -145,6 +145,25 @@ def own_session(spark: SparkSession) -> SparkSession:
     return own
 
 
+@dataclasses.dataclass
+class ClusterRows:
+    """One cluster's part of an ingest's write: its report, its summary (`ingest_summary`), the (stream, end
+    offset, epoch) of its snapshot and bootstrap rows, and whether no two of its record rows can share a key
+    (`ingest_tally.no_repeated_keys`)."""
+
+    report: IngestReport
+    summary: list[Any] = dataclasses.field(default_factory=list)
+    copies: set[tuple[str | None, int | None, int | None]] = dataclasses.field(default_factory=set)
+    unique: bool = False
+
+    @property
+    def cluster(self) -> str:
+        return self.report.cluster_id
+
+
+# The decoded rows (`cluster_id` among them) of the clusters named.
+RowsOf = Callable[[Sequence[str]], DataFrame]
+
 
 def ingest_ids(parts: Sequence[ClusterRows]) -> Column:
     """Each row's ingest id, by its cluster."""
@@ -240,26 +259,6 @@ def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
     return f"cluster_id = {sql_string(cluster)} AND ({' OR '.join(parts)})"
 
 
-@dataclasses.dataclass
-class ClusterRows:
-    """One cluster's part of an ingest's write: its report, its summary (`ingest_summary`), the (stream, end
-    offset, epoch) of its snapshot and bootstrap rows, and whether no two of its record rows can share a key
-    (`ingest_tally.no_repeated_keys`)."""
-
-    report: IngestReport
-    summary: list[Any] = dataclasses.field(default_factory=list)
-    copies: set[tuple[str | None, int | None, int | None]] = dataclasses.field(default_factory=set)
-    unique: bool = False
-
-    @property
-    def cluster(self) -> str:
-        return self.report.cluster_id
-
-
-# The decoded rows (`cluster_id` among them) of the clusters named.
-RowsOf = Callable[[Sequence[str]], DataFrame]
-
-
 def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows], rows_of: RowsOf) -> dict[str, int]:
     """Write the metadata_records rows of an ingest's clusters; how many were new, per cluster.
 
@@ -321,13 +320,6 @@ def _clusters_holding_rows(lake: Lake, regions: dict[str, str]) -> set[str]:
     found = (lake.read(METADATA_RECORDS).where(" OR ".join(f"({r})" for r in regions.values()))
              .select("cluster_id").distinct().collect())
     return {str(r["cluster_id"]) for r in found}
-
-
-def _union(frames: Sequence[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for other in frames[1:]:
-        out = out.unionByName(other)
-    return out
 
 
 def _rows_added(lake: Lake, table: str, metadata: str, reports: Sequence[IngestReport]) -> dict[str, int]:

@@ -2,8 +2,9 @@
 
 Each micro-batch is the files that appeared since the last one (the stream's checkpoint remembers which it has
 seen): the clusters they belong to are ingested together (`replay.spark.ingest.ingest_clusters`: one decoding job
-and one commit per table; idempotent, so a batch run again after a failure adds nothing twice) and replayed. A scheduled job runs it with the available-now trigger
-(everything new, then stop); a long-running one with a processing-time trigger.
+and one commit per table; idempotent, so a batch run again after a failure adds nothing twice) and replayed. A
+scheduled job runs it with the available-now trigger (everything new, then stop); a long-running one with a
+processing-time trigger.
 
 Files are listed by name and size only (Spark's `binaryFile` source; Auto Loader's `cloudFiles` on Databricks), never
 read on the driver. Spark's listing skips names starting with `_` or `.`, and so every `__cluster_metadata-0`
