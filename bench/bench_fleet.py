@@ -3,6 +3,7 @@
     python -m bench.bench_fleet                                     # 10 clusters of 200k records each
     python -m bench.bench_fleet --clusters 3 --records 20k          # a quick run (a minute or two)
     python -m bench.bench_fleet --clusters 20 --records 250k --repeat 2 --memory 4g
+    python -m bench.bench_fleet --clusters 30 --records 50k --days 2  # the log grows over two days
 
 What a scheduled job does for many clusters at once: one directory holds every cluster's dump,
 `ROOT/<cluster>/__cluster_metadata-0/...`, and `kraft-replay watch ROOT --cluster-from-path --trigger available-now`
@@ -20,6 +21,14 @@ that no measured run is the one that brings it into the page cache. Then, each a
                                                     event log on)
     Kafka DumpLogSegments (again)
     ... the watch and Kafka's tool again, `--repeat` times in all
+
+With `--days D` the fleet's logs grow over D days, as a scheduled job sees them. Day N's dump of each cluster is
+its log before offset N/D of the whole (cut at a batch boundary: `cut_dump`) with the snapshots taken by then, laid
+out under `ROOT/<cluster>/dayN/` when its day comes; every day repeats all the earlier ones hold, as a node's dump
+does while retention deletes nothing. Each day, Kafka's tool reads that day's dumps and one watch takes them into
+the same lake: day 1 is a first ingest, each later day a re-ingest of the part the lake holds (a MERGE that adds
+nothing) and the new part, and a replay that resumes from each cluster's last settled snapshot. `--repeat` runs the
+days again into a fresh lake. One table row per day.
 
 Each run is measured as `bench.bench_pipeline` measures (wall, CPU of the whole process tree, its peak RSS, load
 average; Spark's jobs and stages from its event log). Then the answers are checked on the last watch's lake: for
@@ -60,6 +69,8 @@ from bench.bench_pipeline import (
     run_env,
 )
 from replay.kafka import files as kfiles
+from replay.kafka.batch import batch_position
+from replay.kafka.model import SourceKind
 
 # A log line's level, and what follows it (the date in front differs from run to run): log4j's `WARN Utils: ...`,
 # Python's and the JVM's `WARNING: ...`; not a quoted level (Spark's `Setting default log level to "WARN".`).
@@ -77,8 +88,14 @@ class Member:
     manifest: dict[str, Any]
     directory: Path  # ROOT/<name>
 
-    def files(self) -> list[Path]:
-        return realistic_log.dump_files(self.directory)
+    def files(self, day: int | None = None) -> list[Path]:
+        """The dump's files as laid out: the whole dump, or one day's (`ROOT/<name>/day<N>/`)."""
+        return realistic_log.dump_files(self.directory if day is None else self.directory / f"day{day}")
+
+    def day_end(self, day: int, days: int) -> int:
+        """The first offset day `day`'s dump does not hold: the log grows evenly over the days, and each day's dump
+        holds it from the start (a node keeps its whole log while retention does not delete any of it)."""
+        return (int(self.manifest["last_offset"]) + 1) * day // days
 
     def question(self, turn: int) -> str:
         """The offset to ask at (a manifest key): the generator's answer at the first NoOp at or after one of the
@@ -96,14 +113,39 @@ def lay_out(source: Path, target: Path) -> str:
     target.mkdir(parents=True)
     how = "hard links"
     for path in sorted(source.iterdir()):
-        if not path.is_file():
-            continue
-        try:
-            os.link(path, target / path.name)
-        except OSError:
-            shutil.copy2(path, target / path.name)
+        if path.is_file() and not _link(path, target / path.name):
             how = "copies"
     return how
+
+
+def cut_dump(source: Path, target: Path, end: int) -> None:
+    """A node's dump of the log as it stood before offset `end`: its segments up to the batch holding `end` (cut at
+    that batch's start, copied) and its snapshots ending at or before `end` (hard links, as whole segments are)."""
+    target.mkdir(parents=True)
+    for path in sorted(source.iterdir()):
+        found = kfiles.classify_name(str(path))
+        if found is not None and found.kind == SourceKind.SNAPSHOT:
+            if found.snapshot_end_offset is not None and found.snapshot_end_offset <= end:
+                _link(path, target / path.name)
+            continue
+        if found is None or found.kind != SourceKind.SEGMENT or found.base_offset is None or found.base_offset >= end:
+            continue
+        at = batch_position(str(path), end)
+        if at is None:  # the whole segment lies before `end`
+            _link(path, target / path.name)
+            continue
+        with path.open("rb") as f, (target / path.name).open("wb") as out:
+            out.write(f.read(at[0]))
+
+
+def _link(source: Path, target: Path) -> bool:
+    """A hard link, or a copy where the two are on different filesystems; False for a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+        return False
+    return True
 
 
 def notable_lines(log: Path, limit: int = 12) -> dict[str, Any]:
@@ -180,13 +222,34 @@ class Fleet:
             shape = realistic_log.LogShape(a.records, a.seed_base + i)
             source, manifest = realistic_log.cached(shape, a.out / "logs")
             name = f"c{i + 1:0{width}d}"
-            if lay_out(source / partition, self.root / name / partition) == "copies":
-                self.layout = "copies"
-            self.members.append(Member(name, shape.seed, shape, source, manifest, self.root / name))
+            member = Member(name, shape.seed, shape, source, manifest, self.root / name)
+            self.members.append(member)
+            if a.days == 1:
+                if lay_out(source / partition, self.root / name / partition) == "copies":
+                    self.layout = "copies"
+                continue
+            for day in range(1, a.days + 1):  # laid out under the root on its day (`release`)
+                cut_dump(source / partition, self.day_dump(name, day) / partition, member.day_end(day, a.days))
         records = sum(m.manifest["records"] for m in self.members)
-        print(f"fleet of {a.clusters} x {realistic_log.count_label(a.records)}: {records:,} records, "
-              f"{directory_bytes(self.root) / 2**20:,.1f} MiB in {len(self.all_files())} files under {self.root} "
+        where = (f"{directory_bytes(self.root) / 2**20:,.1f} MiB in {len(self.all_files())} files under {self.root}"
+                 if a.days == 1 else
+                 f"{a.days} daily dumps of each, the last {directory_bytes(self.work / 'days') / 2**20:,.1f} MiB in "
+                 f"all, under {self.work / 'days'}")
+        print(f"fleet of {a.clusters} x {realistic_log.count_label(a.records)}: {records:,} records, {where} "
               f"({self.layout}; ready in {time.monotonic() - t:.1f} s)", flush=True)
+
+    def day_dump(self, name: str, day: int) -> Path:
+        """Where a cluster's dump of one day is kept until its day comes."""
+        return self.work / "days" / name / f"day{day}"
+
+    def release(self, day: int) -> list[Path]:
+        """Lay each cluster's dump of `day` out under the root (`ROOT/<cluster>/day<N>/`), as it arrives that day;
+        returns its files."""
+        for m in self.members:
+            partition = kfiles.METADATA_PARTITION_DIR
+            if lay_out(self.day_dump(m.name, day) / partition, m.directory / f"day{day}" / partition) == "copies":
+                self.layout = "copies"
+        return [p for m in self.members for p in m.files(day)]
 
     def all_files(self) -> list[Path]:
         return [p for m in self.members for p in m.files()]
@@ -194,20 +257,33 @@ class Fleet:
     def lake(self, i: int) -> Path:
         return self.work / f"lake-{i}"
 
+    def watch(self, name: str, lake: Path) -> None:
+        self.step(name, cli("watch", str(self.root), "--lake", str(lake), "--cluster-from-path",
+                            "--trigger", "available-now", "--no-progress"),
+                  spark=True, stdout=self.work / f"{name}.out")
+
     def execute(self) -> dict[str, Any]:
         a = self.args
         self.prepare()
-        paths = self.all_files()
-        read_files(paths)
-        load_start = os.getloadavg()
-        self.step("kafka_dump_all_1", dump_log_segments_command(paths))
+        if a.days == 1:
+            paths = self.all_files()
+            read_files(paths)
+            load_start = os.getloadavg()
+            self.step("kafka_dump_all_1", dump_log_segments_command(paths))
+        else:
+            read_files(sorted(p for p in (self.work / "days").rglob("*") if p.is_file()))
+            load_start = os.getloadavg()
         for i in range(1, a.repeat + 1):
             if i > 1:
                 shutil.rmtree(self.lake(i - 1), ignore_errors=True)  # only the last lake is asked
-            self.step(f"watch_{i}", cli("watch", str(self.root), "--lake", str(self.lake(i)), "--cluster-from-path",
-                                        "--trigger", "available-now", "--no-progress"),
-                      spark=True, stdout=self.work / f"watch_{i}.out")
-            self.step(f"kafka_dump_all_{i + 1}", dump_log_segments_command(paths))
+            if a.days == 1:
+                self.watch(f"watch_{i}", self.lake(i))
+                self.step(f"kafka_dump_all_{i + 1}", dump_log_segments_command(paths))
+                continue
+            shutil.rmtree(self.root, ignore_errors=True)  # each repeat's days arrive one by one into a fresh lake
+            for day in range(1, a.days + 1):
+                self.step(f"kafka_dump_day{day}_{i}", dump_log_segments_command(self.release(day)))
+                self.watch(f"watch_{i}_day{day}", self.lake(i))
         load_end = os.getloadavg()
         answers = self.check(self.lake(a.repeat))
         result = self.summary(answers, load_start, load_end)
@@ -245,23 +321,26 @@ class Fleet:
 
     def summary(self, answers: list[dict[str, Any]], load_start: tuple[float, float, float],
                 load_end: tuple[float, float, float]) -> dict[str, Any]:
-        kafka = [r for r in self.runs if r.name.startswith("kafka_dump_all")]
+        """The figures of each day (one day: the whole fleet at once), best of the repeats; the top-level watch and
+        Kafka figures are the last day's."""
+        days = [self.day_figures(day) for day in range(1, self.args.days + 1)]
+        last = days[-1]
         watches = [r for r in self.runs if r.name.startswith("watch_")]
-        best = min(watches, key=lambda r: r.wall_s)
-        kafka_s = min(r.wall_s for r in kafka)
-        records = sum(m.manifest["records"] for m in self.members)
+        best = last.pop("best")
+        for d in days[:-1]:
+            d.pop("best")
         return {
-            "clusters": len(self.members), "records_per_cluster": self.args.records, "records": records,
-            "input_bytes": directory_bytes(self.root), "files": len(self.all_files()), "layout": self.layout,
-            "root": str(self.root),
+            "clusters": len(self.members), "records_per_cluster": self.args.records,
+            "records": sum(m.manifest["records"] for m in self.members), "days": days,
+            "input_bytes": last["input_bytes"], "files": last["files"], "layout": self.layout, "root": str(self.root),
             "members": [{"name": m.name, "seed": m.seed, "log": m.shape.name, "records": m.manifest["records"],
                          "input_bytes": m.manifest["input_bytes"], "segments": len(m.manifest["segments"]),
                          "snapshots": len(m.manifest["snapshots"])} for m in self.members],
-            "kafka_dump_all_seconds": kafka_s, "kafka_dump_all_runs": [r.wall_s for r in kafka],
-            "kafka_records_per_second": round(records / kafka_s),
-            "watch_seconds": best.wall_s, "watch_runs": [r.wall_s for r in watches], "watch_best": best.name,
-            "watch_over_kafka": round(best.wall_s / kafka_s, 2),
-            "watch_records_per_second": round(records / best.wall_s),
+            "kafka_dump_all_seconds": last["kafka_seconds"], "kafka_dump_all_runs": last["kafka_runs"],
+            "kafka_records_per_second": round(last["offsets"] / last["kafka_seconds"]),
+            "watch_seconds": best.wall_s, "watch_runs": last["watch_runs"], "watch_best": best.name,
+            "watch_over_kafka": last["watch_over_kafka"],
+            "watch_records_per_second": round(last["offsets"] / best.wall_s),
             "watch_cpu_seconds": best.cpu_s, "watch_peak_rss_mib": best.peak_rss_mib,
             "watch_exit": [r.exit for r in watches], "watch_spark": best.spark,
             "watch_stdout": (self.work / f"{best.name}.out").read_text(errors="replace")
@@ -272,19 +351,40 @@ class Fleet:
             "runs": [asdict(r) for r in self.runs],
         }
 
+    def day_figures(self, day: int) -> dict[str, Any]:
+        """One day's dumps: what they hold, Kafka's tool over them, and the watch that took them (best run)."""
+        several = self.args.days > 1
+        kafka = [r for r in self.runs
+                 if (r.name.startswith(f"kafka_dump_day{day}_") if several else r.name.startswith("kafka_dump_all_"))]
+        watches = [r for r in self.runs
+                   if r.name.startswith("watch_") and (r.name.endswith(f"_day{day}") or not several)]
+        best = min(watches, key=lambda r: r.wall_s)
+        files = [p for m in self.members for p in m.files(day if several else None)]
+        kafka_s = min(r.wall_s for r in kafka)
+        return {"day": day, "offsets": sum(m.day_end(day, self.args.days) for m in self.members),
+                "input_bytes": sum(p.stat().st_size for p in files), "files": len(files),
+                "kafka_seconds": kafka_s, "kafka_runs": [r.wall_s for r in kafka],
+                "watch_seconds": best.wall_s, "watch_runs": [r.wall_s for r in watches],
+                "watch_over_kafka": round(best.wall_s / kafka_s, 2), "watch_cpu_seconds": best.cpu_s,
+                "watch_peak_rss_mib": best.peak_rss_mib, "watch_spark": best.spark, "best": best}
+
 
 def table(r: dict[str, Any]) -> list[str]:
-    """The figures people compare, one line for the fleet."""
-    sp = r.get("watch_spark") or {}
-    head = ("clusters", "records in all", "input MiB", "Kafka s", "watch s", "x Kafka", "watch CPU s", "peak GiB",
-            "Spark jobs/stages", "load before -> after", "answers ok")
-    row = (str(r["clusters"]), f"{r['records']:,}", f"{r['input_bytes'] / 2**20:,.1f}",
-           f"{r['kafka_dump_all_seconds']:.1f}", f"{r['watch_seconds']:.1f}", f"{r['watch_over_kafka']:.1f}",
-           f"{r['watch_cpu_seconds']:.1f}", f"{r['watch_peak_rss_mib'] / 1024:.2f}",
-           f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}",
-           f"{r['load_start'][0]:.2f} -> {r['load_end'][0]:.2f}", f"{r['answers_ok']}/{r['answers_total']}")
-    widths = [max(len(h), len(c)) for h, c in zip(head, row, strict=True)]
-    return ["  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in (head, row)]
+    """The figures people compare: one line for the fleet, or one per day."""
+    several = len(r["days"]) > 1
+    head = (*(("day", "offsets") if several else ("clusters", "records in all")), "input MiB", "Kafka s", "watch s",
+            "x Kafka", "watch CPU s", "peak GiB", "Spark jobs/stages")
+    rows = []
+    for d in r["days"]:
+        sp = d.get("watch_spark") or {}
+        rows.append((*((str(d["day"]), f"{d['offsets']:,}") if several else (str(r["clusters"]), f"{r['records']:,}")),
+                     f"{d['input_bytes'] / 2**20:,.1f}", f"{d['kafka_seconds']:.1f}", f"{d['watch_seconds']:.1f}",
+                     f"{d['watch_over_kafka']:.1f}", f"{d['watch_cpu_seconds']:.1f}",
+                     f"{d['watch_peak_rss_mib'] / 1024:.2f}", f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}"))
+    widths = [max(len(c) for c in column) for column in zip(head, *rows, strict=True)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in (head, *rows)]
+    return [*lines, f"{r['clusters']} clusters, load {r['load_start'][0]:.2f} -> {r['load_end'][0]:.2f}, answers "
+            f"{r['answers_ok']}/{r['answers_total']} as the generator recorded"]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -297,9 +397,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=1, help="watch runs, each followed by Kafka's tool again")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--keep-lake", action="store_true", help="keep the last watch's lake (its answers are checked)")
+    ap.add_argument("--days", type=int, default=1,
+                    help="the log grows over DAYS days; each day every cluster's dump (the log so far) arrives under "
+                         "ROOT/<cluster>/day<N>/ and one watch takes it into the same lake")
     args = ap.parse_args(argv)
-    if args.clusters < 1 or args.repeat < 1:
-        ap.error("--clusters and --repeat must be at least 1")
+    if args.clusters < 1 or args.repeat < 1 or args.days < 1:
+        ap.error("--clusters, --repeat and --days must be at least 1")
 
     become_subreaper()
     args.out.mkdir(parents=True, exist_ok=True)
