@@ -233,8 +233,9 @@ class Fleet:
         records = sum(m.manifest["records"] for m in self.members)
         where = (f"{directory_bytes(self.root) / 2**20:,.1f} MiB in {len(self.all_files())} files under {self.root}"
                  if a.days == 1 else
-                 f"{a.days} daily dumps of each, the last {directory_bytes(self.work / 'days') / 2**20:,.1f} MiB in "
-                 f"all, under {self.work / 'days'}")
+                 f"{a.days} daily dumps of each (the last day's "
+                 f"{sum(directory_bytes(self.day_dump(m.name, a.days)) for m in self.members) / 2**20:,.1f} MiB), "
+                 f"under {self.work / 'days'}")
         print(f"fleet of {a.clusters} x {realistic_log.count_label(a.records)}: {records:,} records, {where} "
               f"({self.layout}; ready in {time.monotonic() - t:.1f} s)", flush=True)
 

@@ -694,6 +694,55 @@ def test_files_no_executor_can_open_fail_the_ingest(spark: Any, tmp_path: Any, m
 
 
 @pytest.mark.spark
+def test_a_later_dump_appends_past_the_held_log_and_merges_the_stretch_it_repeats(spark: Any, tmp_path: Any) -> None:
+    """A dump that repeats part of what the lake holds and goes on is written in two parts: its log past the last
+    offset held is appended, the stretch it repeats is merged, so that only what differs there is inserted (here
+    the new leader's records at the offsets where a cut-off follower, ingested first, held others). The lake then
+    holds what one ingest of both dumps gives, and each cluster's new rows are counted apiece: for one cluster
+    (`ingest`) and for two ingested together (`ingest_clusters`)."""
+    from pyspark.sql import functions as F
+
+    from replay.kafka import synth
+    from replay.spark.ingest import ingest_clusters
+
+    names = ["a", "b", "c"]
+    committed, stale = synth.divergent_copy(synth.generate(7, n_batches=30), 10, seed=2)
+    for name in names:
+        synth.write_dump(stale, str(tmp_path / "stale" / name), synth.Layout(segment_every=15))
+        synth.write_dump(committed, str(tmp_path / "leader" / name), synth.Layout(segment_every=15))
+    lake, once = Lake(spark, str(tmp_path / "lake")), Lake(spark, str(tmp_path / "once"))
+    first, failed = ingest_clusters(spark, {n: [str(tmp_path / "stale" / n)] for n in names}, lake, progress=False)
+    assert not failed
+    later = {"a": ingest(spark, [str(tmp_path / "leader" / "a")], cluster="a", lake=lake, progress=False)}
+    joint, failed = ingest_clusters(spark, {n: [str(tmp_path / "leader" / n)] for n in names[1:]}, lake,
+                                    progress=False)
+    assert not failed
+    later.update(joint)
+    for name in names:
+        ingest(spark, [str(tmp_path / "stale" / name), str(tmp_path / "leader" / name)], cluster=name, lake=once,
+               progress=False)
+    ignored = ("source_file", "file_position", "ingest_id")
+
+    def held(at: Lake, name: str) -> list[tuple[Any, ...]]:
+        return sorted(tuple(str(v) for k, v in r.items() if k not in ignored) for r in _rows(at, METADATA_RECORDS, name))
+
+    stale_end = stale.end_offset - 1
+    for name in names:
+        rows = held(lake, name)
+        assert rows == held(once, name)
+        assert first[name].records_new + later[name].records_new == len(rows)
+        assert later[name].records_new > 0
+    commits = [(r["operation"], json.loads(r["userMetadata"])) for r in reversed(lake.history(METADATA_RECORDS).collect())
+               if r["operation"] in ("MERGE", "WRITE")]
+    assert [(op, m.get("cluster_ids") or [m["cluster_id"]]) for op, m in commits] == [
+        ("WRITE", names), ("WRITE", ["a"]), ("MERGE", ["a"]), ("WRITE", names[1:]), ("MERGE", names[1:])]
+    leader_rows = lake.read(METADATA_RECORDS).where(F.col("ingest_id").isin([later[n].ingest_id for n in names]))
+    # the MERGE inserted the leader's records at the follower's offsets, the append the rest, past them
+    assert leader_rows.where(f"offset <= {stale_end}").count() > 0
+    assert leader_rows.where(f"offset > {stale_end}").count() > 0
+
+
+@pytest.mark.spark
 def test_concurrent_ingests_in_one_session(spark: Any, tmp_path: Any) -> None:
     """Ingests running at once from threads of one session: each commit carries its own userMetadata, and the same
     dump ingested twice at once still lands once (the append that conflicts looks again and MERGEs nothing)."""
