@@ -1,7 +1,6 @@
-"""The ingest's writes: its rows into `metadata_records` and `quarantine`, Delta commits whose `userMetadata` names
-the cluster, the ingest, the files and the offset range (an ingest of many clusters at once: each of them). One
-commit per table, but for `metadata_records` of a dump that repeats what the lake holds and goes on: an append of
-what lies past it, then a MERGE of the stretch it repeats (`write_records`).
+"""The ingest's writes: its rows into `metadata_records` and `quarantine`, one Delta commit per table whose
+`userMetadata` names the cluster, the ingest, the files and the offset range (an ingest of many clusters at once: each
+of them).
 
 Idempotent: a row is inserted only where the table does not hold its key (`RECORD_KEY`; for a problem, its content
 hash), so re-ingesting what the lake holds makes no commit at all. `metadata_records` is written first: a crash
@@ -18,7 +17,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -213,14 +212,14 @@ def quarantine_source(decoded: DataFrame, parts: Sequence[ClusterRows]) -> DataF
     return rows.dropDuplicates(["cluster_id", "content_hash"]).select(*cols)
 
 
-def _record_condition(parts: Sequence[ClusterRows], log_bounds: dict[str, tuple[int, int]] | None = None) -> str:
+def _record_condition(parts: Sequence[ClusterRows]) -> str:
     """The MERGE's match: the record key, and literal bounds on the stored rows (each cluster's log records in its
-    source's offset range, or in `log_bounds` where the rows merged are only those up to there; or snapshot rows),
-    so Delta reads only the files that can hold a match. It stays a MERGE because a blind append never conflicts:
-    two ingests of one dump at once would both land, where MERGE's conflict check makes the second find the first's
-    rows on retry."""
+    source's offset range, or snapshot rows), so Delta reads only the files that can hold a match: an ingest past
+    what the lake holds reads none of them and is in effect an append. It stays a MERGE because a blind append never
+    conflicts: two ingests of one dump at once would both land, where MERGE's conflict check makes the second find
+    the first's rows on retry."""
     def bounds(p: ClusterRows) -> str:
-        offsets = (log_bounds or {}).get(p.cluster, p.report.log_offsets)
+        offsets = p.report.log_offsets
         in_range = "FALSE" if offsets is None else f"t.offset BETWEEN {int(offsets[0])} AND {int(offsets[1])}"
         return f"((t.stream = 'log' AND {in_range}) OR t.stream <> 'log')"
 
@@ -238,28 +237,18 @@ def _record_condition(parts: Sequence[ClusterRows], log_bounds: dict[str, tuple[
     return " AND ".join(head)
 
 
-@dataclasses.dataclass(frozen=True)
-class Held:
-    """What metadata_records holds of one cluster in the region an ingest's rows could collide with: the last log
-    offset in the ingest's range (None: none there) and the snapshot and bootstrap copies it holds rows of, by
-    (stream, end offset, epoch)."""
-
-    last_log_offset: int | None
-    copies: frozenset[tuple[str | None, int | None, int | None]]
-
-
-def _region(cluster: str, log_range: tuple[int, int] | None,
-            copies: Iterable[tuple[str | None, int | None, int | None]]) -> str | None:
-    """A predicate on metadata_records rows (stored, or about to be written): the cluster's log rows in `log_range`
-    and its rows of these snapshot copies (any file). None when a copy has no stream (a dump-log text line outside
-    any section), which the region cannot name, or when there is nothing to name."""
+def _collision_region(cluster: str, log_offsets: tuple[int, int] | None,
+                      copies: set[tuple[str | None, int | None, int | None]]) -> str | None:
+    """A predicate on metadata_records for the rows this ingest's records could be equal to: the cluster's log rows
+    in the ingest's offset range and its rows of the same snapshots (any copy). None when a record row has no
+    stream (a dump-log text line outside any section), which the region cannot name."""
 
     def literal(v: int | None) -> str:
         return "NULL" if v is None else str(int(v))
 
     parts = []
-    if log_range is not None:
-        parts.append(f"(stream = 'log' AND offset BETWEEN {int(log_range[0])} AND {int(log_range[1])})")
+    if log_offsets is not None:
+        parts.append(f"(stream = 'log' AND offset BETWEEN {int(log_offsets[0])} AND {int(log_offsets[1])})")
     for stream, end, epoch in sorted(copies, key=repr):
         if stream is None:
             return None
@@ -270,75 +259,32 @@ def _region(cluster: str, log_range: tuple[int, int] | None,
     return f"cluster_id = {sql_string(cluster)} AND ({' OR '.join(parts)})"
 
 
-def _collision_region(p: ClusterRows) -> str | None:
-    """The rows this cluster's ingest could be equal to: its log rows in the ingest's offset range and its rows of
-    the same snapshots."""
-    if any(stream is None for stream, _end, _epoch in p.copies):
-        return None
-    return _region(p.cluster, p.report.log_offsets, p.copies)
-
-
-def _unheld_region(p: ClusterRows, held: Held | None) -> str | None:
-    """The part of the cluster's collision region where the lake holds nothing: its log past the last offset held
-    in the ingest's range, and the snapshot copies it holds no row of. Its rows can be appended; None: nothing."""
-    offsets = p.report.log_offsets
-    log_range = offsets
-    if offsets is not None and held is not None and held.last_log_offset is not None:
-        start = max(int(offsets[0]), held.last_log_offset + 1)
-        log_range = (start, int(offsets[1])) if start <= int(offsets[1]) else None
-    return _region(p.cluster, log_range, [c for c in p.copies if held is None or c not in held.copies])
-
-
-def _held_in_regions(lake: Lake, regions: dict[str, str]) -> dict[str, Held]:
-    """What metadata_records holds in each cluster's region (cluster -> predicate), for the clusters it holds any
-    row of there: one Spark job for all of them, one row per cluster to the driver."""
-    if not regions:
-        return {}
-    c = F.col
-    found = (lake.read(METADATA_RECORDS).where(" OR ".join(f"({r})" for r in regions.values()))
-             .groupBy("cluster_id").agg(
-                 F.max(F.when(c("stream") == "log", c("offset"))).alias("last_log"),
-                 F.collect_set(F.when(c("stream") != "log", F.struct(*COPY_REGION))).alias("copies"))
-             .collect())
-    return {str(r["cluster_id"]): Held(None if r["last_log"] is None else int(r["last_log"]),
-                                       frozenset(tuple(x) for x in r["copies"])) for r in found}
-
-
-COPY_REGION = ("stream", "snapshot_end_offset", "snapshot_epoch")  # how a region names a snapshot or bootstrap copy
-
-
 def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows], rows_of: RowsOf) -> dict[str, int]:
     """Write the metadata_records rows of an ingest's clusters; how many were new, per cluster.
 
-    Append first: the rows in the part of each cluster's collision region where the lake holds nothing (a first
-    ingest, a later dump's log past the last offset held, new snapshots: `_unheld_region`) are written together
-    without a MERGE, as one `replaceWhere` of those empty regions: one write of the rows, no join with the table,
-    and still one commit that conflicts with a concurrent ingest writing into the same region (a blind append would
-    not), so the loser looks again and then finds the winner's rows through the MERGE. The rest (the stretch a
-    later dump repeats) is one MERGE for all the clusters, inserting what the table does not match."""
+    Append first: the clusters for which the lake holds none of the rows in the region theirs could collide with (a
+    first ingest, a later dump past the stored end, new snapshots) are written together without a MERGE, as one
+    `replaceWhere` of those empty regions: one write of the rows, no join with the table, and still one commit that
+    conflicts with a concurrent ingest writing into the same region (a blind append would not), so the loser
+    retries and then finds the winner's rows through the MERGE. The other clusters (overlapping dumps) are one
+    MERGE that inserts what the table does not match."""
     new: dict[str, int] = {}
     waiting = list(parts)
-    appended_past: dict[str, str] = {}  # clusters appended in part: the region appended (the MERGE takes the rest)
-    held: dict[str, Held] = {}
     for attempt in range(1, MERGE_ATTEMPTS + 1):
-        regions = {p.cluster: r for p in waiting if (r := _collision_region(p)) is not None}
-        held = _held_in_regions(lake, regions)
-        unheld = {p.cluster: r for p in waiting if p.cluster in regions
-                  if (r := _unheld_region(p, held.get(p.cluster))) is not None}
-        appended = [p for p in waiting if p.cluster in unheld]
+        regions = {p.cluster: r for p in waiting
+                   if (r := _collision_region(p.cluster, p.report.log_offsets, p.copies)) is not None}
+        held = _clusters_holding_rows(lake, regions)
+        appended = [p for p in waiting if p.cluster in regions and p.cluster not in held]
         if not appended:
             break
         metadata = _user_metadata([p.report for p in appended], METADATA_RECORDS,
                                   {p.cluster: p.report.records for p in appended})
-        source = records_source(rows_of([p.cluster for p in appended]), appended, _dropped(appended, None),
+        drop = _dropped(appended, None)
+        source = records_source(rows_of([p.cluster for p in appended]), appended, drop,
                                 unique=all(p.unique for p in appended))
-        if any(p.cluster in held for p in appended):  # only the part not held of those
-            source = source.where(" OR ".join(
-                f"({unheld[p.cluster]})" if p.cluster in held else f"(cluster_id = {sql_string(p.cluster)})"
-                for p in appended))
         try:
             lake.write(METADATA_RECORDS, source, metadata,
-                       replace_where=" OR ".join(f"({unheld[p.cluster]})" for p in appended),
+                       replace_where=" OR ".join(f"({regions[p.cluster]})" for p in appended),
                        max_rows_per_file=ROWS_PER_FILE if all(p.unique for p in appended) else None)
         except Exception as e:
             if not _is_conflict(e):
@@ -347,25 +293,16 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows],
                      METADATA_RECORDS, attempt)
             continue
         new.update(_rows_added(lake, METADATA_RECORDS, metadata, [p.report for p in appended]))
-        appended_past = {p.cluster: unheld[p.cluster] for p in appended if p.cluster in held}
-        waiting = [p for p in waiting if p.cluster not in new or p.cluster in appended_past]
+        waiting = [p for p in waiting if p.cluster not in new]
         break
     if waiting:
-        source = records_source(rows_of([p.cluster for p in waiting]), waiting, _dropped(waiting, lake),
+        drop = _dropped(waiting, lake)
+        source = records_source(rows_of([p.cluster for p in waiting]), waiting, drop,
                                 unique=all(p.unique for p in waiting))
-        if appended_past:  # the rows appended above are not merged again
-            source = source.where(" OR ".join(
-                f"(cluster_id = {sql_string(p.cluster)} AND NOT ({appended_past[p.cluster]}))"
-                if p.cluster in appended_past else f"(cluster_id = {sql_string(p.cluster)})" for p in waiting))
-        bounds = {c: (offsets[0], last) for c in appended_past
-                  if (offsets := next(p.report.log_offsets for p in waiting if p.cluster == c)) is not None
-                  and (last := held[c].last_log_offset) is not None}
         reports = [p.report for p in waiting]
-        added = insert_new(spark, lake, METADATA_RECORDS, source, _record_condition(waiting, bounds),
+        added = insert_new(spark, lake, METADATA_RECORDS, source, _record_condition(waiting),
                            _user_metadata(reports, METADATA_RECORDS, {p.cluster: p.report.records for p in waiting}))
-        merged = _per_cluster(lake, METADATA_RECORDS, reports, added)
-        counted_whole = len(reports) > 1 and added  # counted by ingest id: the rows of both commits
-        new.update({c: n if counted_whole else new.get(c, 0) + n for c, n in merged.items()})
+        new.update(_per_cluster(lake, METADATA_RECORDS, reports, added))
     return new
 
 
@@ -373,6 +310,16 @@ def _dropped(parts: Sequence[ClusterRows], lake: Lake | None) -> list[tuple[str,
     """The (cluster, copy) of the snapshot and bootstrap copies not to store (`copies_to_drop`)."""
     found = copies_to_drop({p.cluster: p.summary for p in parts}, lake)
     return [(cluster, c) for cluster, copies in found.items() for c in copies]
+
+
+def _clusters_holding_rows(lake: Lake, regions: dict[str, str]) -> set[str]:
+    """The clusters of `regions` (cluster -> predicate) for which metadata_records holds a row in the region: one
+    Spark job for all of them."""
+    if not regions:
+        return set()
+    found = (lake.read(METADATA_RECORDS).where(" OR ".join(f"({r})" for r in regions.values()))
+             .select("cluster_id").distinct().collect())
+    return {str(r["cluster_id"]) for r in found}
 
 
 def _rows_added(lake: Lake, table: str, metadata: str, reports: Sequence[IngestReport]) -> dict[str, int]:
