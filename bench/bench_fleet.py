@@ -26,8 +26,8 @@ With `--days D` the fleet's logs grow over D days, as a scheduled job sees them.
 its log before offset N/D of the whole (cut at a batch boundary: `cut_dump`) with the snapshots taken by then, laid
 out under `ROOT/<cluster>/dayN/` when its day comes; every day repeats all the earlier ones hold, as a node's dump
 does while retention deletes nothing. Each day, Kafka's tool reads that day's dumps and one watch takes them into
-the same lake: day 1 is a first ingest, each later day a re-ingest of the part the lake holds (a MERGE that adds
-nothing) and the new part, and a replay that resumes from each cluster's last settled snapshot. `--repeat` runs the
+the same lake: day 1 is a first ingest, each later day a MERGE of every cluster's whole dump (the part the lake
+holds adds nothing) and a replay that resumes from each cluster's last settled snapshot. `--repeat` runs the
 days again into a fresh lake. One table row per day.
 
 Each run is measured as `bench.bench_pipeline` measures (wall, CPU of the whole process tree, its peak RSS, load
