@@ -374,13 +374,15 @@ def table(r: dict[str, Any]) -> list[str]:
     """The figures people compare: one line for the fleet, or one per day."""
     several = len(r["days"]) > 1
     head = (*(("day", "offsets") if several else ("clusters", "records in all")), "input MiB", "Kafka s", "watch s",
-            "x Kafka", "watch CPU s", "peak GiB", "Spark jobs/stages")
+            "x Kafka", "ingest s", "replay s", "watch CPU s", "peak GiB", "Spark jobs/stages")
     rows = []
     for d in r["days"]:
         sp = d.get("watch_spark") or {}
         rows.append((*((str(d["day"]), f"{d['offsets']:,}") if several else (str(r["clusters"]), f"{r['records']:,}")),
                      f"{d['input_bytes'] / 2**20:,.1f}", f"{d['kafka_seconds']:.1f}", f"{d['watch_seconds']:.1f}",
-                     f"{d['watch_over_kafka']:.1f}", f"{d['watch_cpu_seconds']:.1f}",
+                     f"{d['watch_over_kafka']:.1f}", *[f"{(sp.get('phases') or {}).get(phase, '-')}"
+                                                       for phase in ("ingest", "replay")],
+                     f"{d['watch_cpu_seconds']:.1f}",
                      f"{d['watch_peak_rss_mib'] / 1024:.2f}", f"{sp.get('jobs', '-')}/{sp.get('stages', '-')}"))
     widths = [max(len(c) for c in column) for column in zip(head, *rows, strict=True)]
     lines = ["  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in (head, *rows)]

@@ -201,14 +201,17 @@ def spark_conf_dir(root: Path, label: str) -> tuple[Path, Path]:
 def spark_event_counts(events: Path) -> dict[str, Any]:
     """Jobs, stages (completed, i.e. run; skipped ones never start), single-task stages and their time, tasks, from
     every event log under `events` (one per Spark application); per step of the ingest or replay (the job
-    property `replay.spark.session.step` sets) its jobs and the seconds they ran; and the single-task stage that read
-    the most rows (input and shuffle records), with its step: how much of the history one task had to go through."""
+    property `replay.spark.session.step` sets) its jobs and the seconds they ran; per phase (the part of a step's
+    name before its colon: `ingest`, `replay`) the wall seconds from its first job's start to its last job's end, in
+    which jobs that ran at once count once; and the single-task stage that read the most rows (input and shuffle
+    records), with its step: how much of the history one task had to go through."""
     jobs = stages = single = tasks = 0
     single_ms = stage_ms = 0
     apps = 0
     started: dict[tuple[int, int], tuple[str, int]] = {}  # (app, job) -> (step, submission ms)
     step_of_stage: dict[tuple[int, int], str] = {}  # (app, stage) -> step
     steps: dict[str, dict[str, float]] = {}
+    spans: dict[str, list[int]] = {}  # phase -> [first job's start, last job's end] (ms)
     widest: dict[str, Any] = {"records": 0, "step": None, "seconds": 0.0}
     for path in sorted(events.iterdir()):
         apps += 1
@@ -226,6 +229,9 @@ def spark_event_counts(events: Path) -> dict[str, Any]:
                     step = steps.setdefault(name, {"jobs": 0, "seconds": 0.0})
                     step["jobs"] += 1
                     step["seconds"] = round(step["seconds"] + (event["Completion Time"] - at) / 1000, 1)
+                    if ":" in name:
+                        span = spans.setdefault(name.split(":", 1)[0], [at, event["Completion Time"]])
+                        span[0], span[1] = min(span[0], at), max(span[1], event["Completion Time"])
                 elif '"Event":"SparkListenerStageCompleted"' in line:
                     info = json.loads(line)["Stage Info"]
                     n = info["Number of Tasks"]
@@ -245,6 +251,7 @@ def spark_event_counts(events: Path) -> dict[str, Any]:
     return {"applications": apps, "jobs": jobs, "stages": stages, "single_task_stages": single, "tasks": tasks,
             "stage_seconds": round(stage_ms / 1000, 1), "single_task_stage_seconds": round(single_ms / 1000, 1),
             "widest_single_task_stage": widest,
+            "phases": {phase: round((end - start) / 1000, 1) for phase, (start, end) in spans.items()},
             "steps": dict(sorted(steps.items(), key=lambda kv: -kv[1]["seconds"]))}
 
 
