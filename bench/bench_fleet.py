@@ -266,14 +266,11 @@ class Fleet:
     def execute(self) -> dict[str, Any]:
         a = self.args
         self.prepare()
+        paths = self.all_files() if a.days == 1 else sorted(p for p in (self.work / "days").rglob("*") if p.is_file())
+        read_files(paths)
+        load_start = os.getloadavg()
         if a.days == 1:
-            paths = self.all_files()
-            read_files(paths)
-            load_start = os.getloadavg()
             self.step("kafka_dump_all_1", dump_log_segments_command(paths))
-        else:
-            read_files(sorted(p for p in (self.work / "days").rglob("*") if p.is_file()))
-            load_start = os.getloadavg()
         for i in range(1, a.repeat + 1):
             if i > 1:
                 shutil.rmtree(self.lake(i - 1), ignore_errors=True)  # only the last lake is asked
@@ -324,12 +321,10 @@ class Fleet:
                 load_end: tuple[float, float, float]) -> dict[str, Any]:
         """The figures of each day (one day: the whole fleet at once), best of the repeats; the top-level watch and
         Kafka figures are the last day's."""
-        days = [self.day_figures(day) for day in range(1, self.args.days + 1)]
-        last = days[-1]
+        figures = [self.day_figures(day) for day in range(1, self.args.days + 1)]
+        days = [d for d, _best in figures]
+        last, best = figures[-1]
         watches = [r for r in self.runs if r.name.startswith("watch_")]
-        best = last.pop("best")
-        for d in days[:-1]:
-            d.pop("best")
         records = sum(m.manifest["records"] for m in self.members)  # the last day's dumps hold every record
         return {
             "clusters": len(self.members), "records_per_cluster": self.args.records, "records": records, "days": days,
@@ -352,8 +347,9 @@ class Fleet:
             "runs": [asdict(r) for r in self.runs],
         }
 
-    def day_figures(self, day: int) -> dict[str, Any]:
-        """One day's dumps: what they hold, Kafka's tool over them, and the watch that took them (best run)."""
+    def day_figures(self, day: int) -> tuple[dict[str, Any], Run]:
+        """One day's dumps: what they hold, Kafka's tool over them, and the watch that took them (best run, also
+        returned)."""
         several = self.args.days > 1
         kafka = [r for r in self.runs
                  if (r.name.startswith(f"kafka_dump_day{day}_") if several else r.name.startswith("kafka_dump_all_"))]
@@ -367,7 +363,7 @@ class Fleet:
                 "kafka_seconds": kafka_s, "kafka_runs": [r.wall_s for r in kafka],
                 "watch_seconds": best.wall_s, "watch_runs": [r.wall_s for r in watches],
                 "watch_over_kafka": round(best.wall_s / kafka_s, 2), "watch_cpu_seconds": best.cpu_s,
-                "watch_peak_rss_mib": best.peak_rss_mib, "watch_spark": best.spark, "best": best}
+                "watch_peak_rss_mib": best.peak_rss_mib, "watch_spark": best.spark}, best
 
 
 def table(r: dict[str, Any]) -> list[str]:
