@@ -392,7 +392,7 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:
     lake = _lake(args, create=True)
     try:
         report = ingest(lake.spark, args.paths, cluster=args.lake_cluster, lake=lake, strict=args.strict,
-                        progress=not args.no_progress, show_secrets=args.show_secrets)
+                        progress=not args.no_progress, show_secrets=args.show_secrets, decode_all=args.decode_all)
     except StrictIngestError as err:
         print(f"kraft-replay ingest: {err}", file=sys.stderr)
         print("nothing was written; the lake is as it was before this ingest", file=sys.stderr)
@@ -1109,6 +1109,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--show-secrets", action="store_true",
                    help="store SCRAM credentials and password configs in the lake as the log holds them (by default "
                         "`payload_json` and `raw_value` hold a redaction marker in their place)")
+    p.add_argument("--decode-all", action="store_true",
+                   help="decode every byte, also of files whose bytes an earlier ingest read (by default those are "
+                        "found by name and sha256 in `ingested_files` and not decoded again)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("ingest-log", parents=[output],

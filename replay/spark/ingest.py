@@ -52,6 +52,16 @@ from replay import progress as progress_ui
 from replay.kafka import native
 from replay.kafka.model import ProblemKind
 from replay.spark.ingest_decode import PlannedFile, make_content_decoder, make_stream_decoder
+from replay.spark.ingest_held import (
+    Hashed,
+    Recorded,
+    hash_plan,
+    hashable,
+    read_recorded,
+    record,
+    to_record,
+    trim,
+)
 from replay.spark.ingest_plan import DEFAULT_SPLIT_BYTES, pack_tasks, plan_files, split_for_cores, split_plan
 from replay.spark.ingest_report import IngestError, IngestReport, StrictIngestError
 from replay.spark.ingest_rows import DECODED_FIELDS
@@ -183,6 +193,7 @@ def ingest(
     ingest_id: str | None = None,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     show_secrets: bool = False,
+    decode_all: bool = False,
 ) -> IngestReport:
     """Read dumps under `paths` into `lake`'s metadata_records and quarantine tables for `cluster`.
 
@@ -193,13 +204,15 @@ def ingest(
     cores would otherwise be idle (`split_for_cores`; 0: never split). `show_secrets`: store SCRAM credentials and
     password configs as the log holds them; by default `payload_json` and `raw_value` hold a redaction marker in
     their place (`replay.kafka.secrets`; the content hash is taken over the redacted value, so it still tells copies
-    with different secrets apart), and a warning is logged when they are kept.
+    with different secrets apart), and a warning is logged when they are kept. `decode_all`: decode every byte,
+    also where the lake holds a file's bytes already (`ingest_held`; after restoring `metadata_records` to an older
+    version, say).
     Raises `IngestError` when there is nothing to read. Returns what was read and written.
     """
     path_list = [paths] if isinstance(paths, str | os.PathLike) else [str(p) for p in paths]
     reports, failed = ingest_clusters(spark, {cluster: path_list}, lake, strict, progress,
                                       ingest_ids={cluster: ingest_id} if ingest_id else None,
-                                      split_bytes=split_bytes, show_secrets=show_secrets)
+                                      split_bytes=split_bytes, show_secrets=show_secrets, decode_all=decode_all)
     if cluster in failed:
         raise failed[cluster]
     return reports[cluster]
@@ -207,11 +220,13 @@ def ingest(
 
 @dataclasses.dataclass
 class _Share:
-    """One cluster's part of an ingest: its paths, what it reads there (`plan`), and its report."""
+    """One cluster's part of an ingest: its paths, what it decodes there (`plan`), the files of which the lake holds
+    the bytes already, whole or in part (`held`, `ingest_held`), and its report."""
 
     report: IngestReport
     paths: list[str]
     plan: list[PlannedFile]
+    held: list[Hashed] = dataclasses.field(default_factory=list)
 
 
 @keeps_active_session
@@ -226,13 +241,15 @@ def ingest_clusters(
     listed: Mapping[str, Sequence[tuple[str, int]]] | None = None,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     show_secrets: bool = False,
+    decode_all: bool = False,
 ) -> tuple[dict[str, IngestReport], dict[str, Exception]]:
     """Ingest the dumps of many clusters at once (`work`: cluster -> paths, as `ingest` takes them): one decoding
     pass over all their files (a task takes the small files of several clusters; each row carries its cluster), one
     summary, one commit per table (a watch's micro-batch of many small clusters paid a second or more per cluster
     in jobs and commits of its own, and thirty clusters' decoding in tasks of their own took three times as long).
     `listed`: each cluster's files under its paths, listed already (a watch's new files), so not listed again.
-    Returns each cluster's report, and the error of each cluster that could not be ingested (nothing to read, or
+    A file whose bytes the lake holds already, whole or in part, is decoded only past them (`ingest_held`), unless
+    `decode_all`. Returns each cluster's report, and the error of each cluster that could not be ingested (nothing to read, or
     problems under `strict`): the others are written all the same. An error in a write is raised."""
     started = time.monotonic()
     lake = lake if isinstance(lake, Lake) else Lake(spark, lake)
@@ -252,13 +269,17 @@ def ingest_clusters(
         shares[name] = share
     if not shares:
         return {}, failed
+    recorded, hashed = _held(spark, lake, shares, decode_all)
     plan = [f for share in shares.values() for f in share.plan]
-    total = sum(f.length for f in plan)
+    total = sum(f.size for f in plan)
     via_spark = sum(1 for f in plan if f.open_with == "spark")
+    held = [h for share in shares.values() for h in share.held]
     progress_ui.say(
         f"decoding {len(plan)} file(s), {total:,} bytes"
         + (f" of {len(shares)} clusters" if len(shares) > 1 else "") + ", on the executors"
-        + (f" ({via_spark} read through Spark binaryFile)" if via_spark else ""),
+        + (f" ({via_spark} read through Spark binaryFile)" if via_spark else "")
+        + (f"; {sum(h.held for h in held):,} bytes of {len(held)} file(s) the lake holds already are not decoded"
+           if held else ""),
         progress,
     )
     parts = split_plan(plan, split_for_cores(plan, split_bytes, _cores(spark)))
@@ -290,6 +311,7 @@ def ingest_clusters(
             except IngestError as e:
                 failed[name] = e
         _write(spark, lake, written, rows_of, progress)
+        _record(spark, lake, written, hashed, recorded)
     finally:
         if cached:
             with contextlib.suppress(Exception):
@@ -298,6 +320,32 @@ def ingest_clusters(
     for share in shares.values():
         share.report.seconds = seconds
     return {name: share.report for name, share in shares.items() if name not in failed}, failed
+
+
+def _held(spark: SparkSession, lake: Lake, shares: Mapping[str, _Share], decode_all: bool
+          ) -> tuple[Recorded, list[Hashed]]:
+    """Each hashable file's digest and the bytes of it the lake holds (`ingest_held`); each share's plan left
+    without what is held (unless `decode_all`)."""
+    names = {s.report.cluster_id: [f.name for f in s.plan if hashable(f)] for s in shares.values()}
+    with step(spark, "ingest: held files"):
+        recorded = read_recorded(lake, names)
+    hashed = hash_plan([f for s in shares.values() for f in s.plan], recorded)
+    if not decode_all:
+        for share in shares.values():
+            share.plan, share.held = trim(share.plan, hashed)
+    return recorded, hashed
+
+
+def _record(spark: SparkSession, lake: Lake, written: Sequence[ClusterRows], hashed: Sequence[Hashed],
+            recorded: Recorded) -> None:
+    """Record the files of the clusters written that were read without a problem (after their rows' commits: a
+    crash before this only means they are decoded again next time)."""
+    done = {p.cluster: p.report.ingest_id for p in written}
+    bad = {str(r["source_file"]) for p in written for r in p.summary if r["row_type"] != "R"}
+    files = to_record([h for h in hashed if h.entry.cluster in done], recorded, bad)
+    if files:
+        with step(spark, "ingest: write ingested_files"):
+            record(lake, files, done)
 
 
 def _planned(spark: SparkSession, lake: Lake, name: str, path_list: list[str], strict: bool, ingest_id: str | None,
@@ -365,9 +413,12 @@ def _checked(share: _Share, summary: list[Any], tallies: list[Any] | None,
                 snapshots.add((int(row["snapshot_end_offset"]), int(row["snapshot_epoch"] or 0)))
             if row["stream"] != "log":
                 copies.add((row["stream"], row["snapshot_end_offset"], row["snapshot_epoch"]))
-    report.files = [f.uri for f in share.plan if f.uri not in sniffed_out]
+    whole = [h.entry for h in share.held if h.held == h.entry.length]
+    report.files = [f.uri for f in [*share.plan, *whole] if f.uri not in sniffed_out]
     report.ignored = report.ignored + sorted(sniffed_out)
-    report.bytes = sum(f.length for f in share.plan if f.uri not in sniffed_out)
+    report.bytes = sum(f.length for f in [*share.plan, *whole] if f.uri not in sniffed_out)
+    report.held_files = len(share.held)
+    report.held_bytes = sum(h.held for h in share.held)
     report.records = sum(streams.values())
     report.records_by_stream = dict(streams)
     report.problems = sum(problems.values())

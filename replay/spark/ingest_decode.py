@@ -58,6 +58,7 @@ class PlannedFile:
     open_with: str = "local"  # local | fsspec | pyarrow | spark
     local_path: str | None = None
     start: int = 0  # a piece of a large file: the batches that START in [start, end) (see decode_piece)
+    batch_at: int = 0  # a position known to begin a batch (the end of bytes the lake holds): pieces walk from there
     end: int | None = None  # None: the whole file
     show_secrets: bool = False  # keep SCRAM credentials and password configs (`replay.kafka.secrets`)
     cluster: str | None = None  # the cluster it belongs to: its rows carry it in `cluster_id` (`TaskRows`)
@@ -161,11 +162,12 @@ class _Limited(io.RawIOBase):
         return n
 
 
-def piece_bounds(stream: BinaryIO, start: int, end: int, length: int) -> tuple[int, int] | None:
+def piece_bounds(stream: BinaryIO, start: int, end: int, length: int, known: int = 0) -> tuple[int, int] | None:
     """Where the piece [start, end) of a batch file begins and ends: `(a, b)` with `a` the first batch position
     >= start and `b` the first batch position >= end (the file's length when the chain of batch lengths breaks or the
     file ends first, so that the piece holding the break reads it and reports it as the whole-file decoder would).
-    None when no batch starts in the piece. Walks batch headers only (12 bytes each)."""
+    None when no batch starts in the piece. Walks batch headers only (12 bytes each), from `known`, a position
+    where a batch is known to begin when it is not after `start` (the end of a prefix the lake holds), else from 0."""
     def step(pos: int) -> int | None:
         """The next batch position after the one at `pos`, or None where the chain of lengths breaks."""
         stream.seek(pos)
@@ -180,17 +182,19 @@ def piece_bounds(stream: BinaryIO, start: int, end: int, length: int) -> tuple[i
             return None
         return pos + size
 
-    if start > 0:
+    pos: int | None = known if 0 < known <= start else 0
+    if start > 0 and pos == 0:
         stream.seek(0)  # a file whose first batch is not a batch at all is decoded (and reported) by piece 0 alone
         first = next(iter(batch_reader.iter_batch_frames(io.BytesIO(stream.read(128)), "")), None)
         if isinstance(first, Problem) and first.kind == ProblemKind.NOT_A_METADATA_LOG:
             return None
-    pos: int | None = 0
     while pos is not None and pos < start:
         pos = step(pos)
     if pos is None or pos >= end or pos >= length:
         return None
     a = pos
+    if end >= length:  # the last piece reads to the end of the file, wherever the chain of lengths goes
+        return a, length
     while pos is not None and pos < end and pos < length:
         pos = step(pos)
     return a, (length if pos is None else min(pos, length))
@@ -213,7 +217,7 @@ def decode_piece(stream: BinaryIO, entry: PlannedFile,
     """The batches (and problems) of one piece of a large file, as `read_batches` gives them for the whole file."""
 
     assert entry.end is not None
-    bounds = piece_bounds(stream, entry.start, entry.end, entry.length)
+    bounds = piece_bounds(stream, entry.start, entry.end, entry.length, entry.batch_at)
     if bounds is None:
         return
     a, b = bounds

@@ -253,18 +253,19 @@ def _splittable(f: PlannedFile) -> bool:
 
 
 def split_plan(plan: list[PlannedFile], split_bytes: int) -> list[PlannedFile]:
-    """Large local segment and snapshot files as pieces of about `split_bytes`, so one file uses many cores."""
+    """Large local segment and snapshot files as pieces of about `split_bytes`, so one file uses many cores (an
+    entry that is a piece already, the part of a file past what the lake holds, is split over its own range)."""
     if split_bytes <= 0:
         return list(plan)
     out: list[PlannedFile] = []
     for f in plan:
-        if not _splittable(f) or f.length <= split_bytes:
+        if not _splittable(f) or f.size <= split_bytes:
             out.append(f)
             continue
-        for start in range(0, f.length, split_bytes):
-            out.append(dataclasses.replace(f, start=start, end=min(start + split_bytes, f.length)))
+        stop = f.length if f.end is None else min(f.end, f.length)
+        for start in range(f.start, stop, split_bytes):
+            out.append(dataclasses.replace(f, start=start, end=min(start + split_bytes, stop)))
     return out
-
 
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -277,7 +278,7 @@ def split_for_cores(plan: list[PlannedFile], split_bytes: int, cores: int) -> in
     `MIN_SPLIT_BYTES` (a piece costs a walk over the batch headers before it and a task)."""
     if split_bytes <= 0:
         return split_bytes
-    splittable = sum(f.length for f in plan if _splittable(f))
+    splittable = sum(f.size for f in plan if _splittable(f))
     per_core = -(-splittable // max(cores, 1))
     return min(split_bytes, max(MIN_SPLIT_BYTES, per_core))
 

@@ -30,6 +30,8 @@ class IngestReport:
     files: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     bytes: int = 0
+    held_files: int = 0  # files whose bytes the lake held already, whole or in part (`ingest_held`)
+    held_bytes: int = 0  # ... and those bytes, which were not decoded again
     records: int = 0
     records_new: int = 0
     problems: int = 0
@@ -50,6 +52,9 @@ class IngestReport:
             f"  records: {self.records:,} decoded, {self.records_new:,} new ({span}; "
             f"{len(self.snapshots)} snapshot(s))",
         ]
+        if self.held_files:
+            out.append(f"  held already: {self.held_bytes:,} bytes of {self.held_files} file(s), the same bytes as "
+                       "an earlier ingest read, not decoded again")
         if self.problems:
             kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.problems_by_kind.items()))
             out.append(f"  decoder problems: {self.problems:,} ({kinds}), {self.problems_new:,} new in quarantine")

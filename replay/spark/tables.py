@@ -57,8 +57,9 @@ OFFSET_TIMES = "offset_times"
 REPLAY_STATE = "replay_state"
 ACL_EVENT_FEED = "acl_event_feed"
 ACCESS_EVENTS = "access_events"
+INGESTED_FILES = "ingested_files"
 ALL_TABLES = (METADATA_RECORDS, QUARANTINE, ACL_EVENTS, ACL_HISTORY, LOG_COVERAGE, ANOMALIES, OFFSET_TIMES,
-              REPLAY_STATE, ACL_EVENT_FEED, ACCESS_EVENTS)
+              REPLAY_STATE, ACL_EVENT_FEED, ACCESS_EVENTS, INGESTED_FILES)
 
 # What each table holds, as `DESCRIBE TABLE EXTENDED` shows it (every column carries its own comment too).
 TABLE_COMMENTS = {
@@ -83,6 +84,9 @@ TABLE_COMMENTS = {
     ACCESS_EVENTS: "Bronze: one row per authorization decision a broker logged (kafka.authorizer.logger, or a "
                    "Confluent audit-log event), as ingested from the log files; what really happened, to compare "
                    "with what the ACLs allowed.",
+    INGESTED_FILES: "Segment and snapshot files an ingest read whole and without a problem, once their records "
+                    "were committed: name, length and sha256, so that a later dump repeating those bytes (a node's "
+                    "next dump: the same files, grown) is decoded only past them.",
 }
 
 
@@ -355,6 +359,17 @@ ACCESS_EVENTS_SCHEMA = StructType([
     _f("ingest_id", StringType(), "the ingest that first brought this row"),
 ])
 
+INGESTED_FILES_SCHEMA = StructType([
+    _CLUSTER,
+    _f("file_name", StringType(), "the file's name: a segment's base offset, a snapshot's end offset and epoch",
+       nullable=False),
+    _f("source_kind", StringType(), "segment, snapshot or bootstrap"),
+    _f("bytes", LongType(), "the file's length when it was read: its records are in metadata_records", nullable=False),
+    _f("sha256", BinaryType(), "sha256 of those bytes", nullable=False),
+    _f("source_file", StringType(), "the file read (its URI as Spark lists it)"),
+    _f("ingest_id", StringType(), "the ingest that read it"),
+])
+
 SCHEMAS: dict[str, StructType] = {
     METADATA_RECORDS: METADATA_RECORDS_SCHEMA,
     QUARANTINE: QUARANTINE_SCHEMA,
@@ -362,6 +377,7 @@ SCHEMAS: dict[str, StructType] = {
     REPLAY_STATE: STATE_SCHEMA,
     ACL_EVENT_FEED: FEED_SCHEMA,
     ACCESS_EVENTS: ACCESS_EVENTS_SCHEMA,
+    INGESTED_FILES: INGESTED_FILES_SCHEMA,
 }
 
 # metadata_records keeps min/max statistics (Delta's data skipping) only of the columns readers select by: the

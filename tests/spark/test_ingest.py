@@ -395,7 +395,7 @@ def test_reingest_changes_nothing_and_a_later_dump_extends(spark: Any, tmp_path:
     # Same files again, and a copy of them from another node: nothing new, and Delta makes no commit.
     copy = str(tmp_path / "node2")
     shutil.copytree(dump, copy)
-    again = ingest(spark, [dump, copy], "c1", lake, progress=False)
+    again = ingest(spark, [dump, copy], "c1", lake, progress=False, decode_all=True)
     # the ingest works in a session of its own (here it made a DataFrame of local rows there: the stored copies to
     # leave out); the caller's session stays the active one, what get_spark() hands back
     assert SparkSession.getActiveSession() is spark and get_spark() is spark
@@ -403,14 +403,19 @@ def test_reingest_changes_nothing_and_a_later_dump_extends(spark: Any, tmp_path:
     assert again.committed == {METADATA_RECORDS: False, QUARANTINE: False}
     assert {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)} == versions
     assert _rows(lake, METADATA_RECORDS) == before
+    # without `decode_all` the files are known by their digests (`ingest_held`) and not decoded at all
+    known = ingest(spark, [dump, copy], "c1", lake, progress=False)
+    assert (known.records, known.records_new, known.held_files) == (0, 0, len(again.files))
+    assert {t: lake.version(t) for t in (METADATA_RECORDS, QUARANTINE)} == versions
 
-    # A later dump of node2: the log grew by two batches (offsets 6, 7). Only those are added, in one commit.
+    # A later dump of node2: the log grew by two batches (offsets 6, 7). Only those are added, in one commit; only
+    # they are decoded, the rest of the file being the bytes the lake holds.
     part = os.path.join(copy, "__cluster_metadata-0")
     with open(os.path.join(part, "00000000000000000000.log"), "ab") as f:
         f.write(writer.encode_batch(6, [writer.acl_record(acl_id(3), ALICE_READ)], 1, T0 + 6000))
         f.write(writer.encode_batch(7, [writer.remove_acl_record(acl_id(3))], 1, T0 + 7000))
     later = ingest(spark, [copy], "c1", lake, progress=False)
-    assert later.records_new == 2 and later.log_offsets == (0, 7)
+    assert later.records_new == later.records == 2 and later.log_offsets == (6, 7) and later.held_bytes > 0
     assert lake.version(METADATA_RECORDS) == versions[METADATA_RECORDS] + 1
     rows = _rows(lake, METADATA_RECORDS)
     assert len(rows) == len(before) + 2
