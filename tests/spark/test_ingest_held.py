@@ -87,7 +87,7 @@ def test_only_files_read_without_a_problem_and_not_recorded_yet_are_recorded() -
 
 def _records(lake: Lake, table: str = METADATA_RECORDS) -> list[tuple[Any, ...]]:
     rows = lake.read(table).drop("ingest_id").collect()
-    return sorted((tuple(str(v) for v in r) for r in rows))
+    return sorted(tuple(str(v) for v in r) for r in rows)
 
 
 def _operations(lake: Lake) -> list[str]:
