@@ -89,19 +89,25 @@ def held_length(entry: PlannedFile, recorded: Sequence[tuple[int, bytes]], diges
 
 def hash_plan(plan: Sequence[PlannedFile], recorded: Recorded, threads: int | None = None) -> list[Hashed]:
     """Each hashable file of the plan with its digest and the bytes the lake holds of it (threads: hashlib lets go
-    of the GIL while it hashes)."""
-    def one(entry: PlannedFile) -> Hashed:
+    of the GIL while it hashes). A file the driver cannot read, or that changed since it was listed, is left out:
+    it is decoded whole, and the executors report what is wrong with it."""
+    def one(entry: PlannedFile) -> Hashed | None:
         assert entry.cluster is not None
         known = recorded.get((entry.cluster, entry.name), [])
-        digests, whole = prefix_digests(entry.local_path or entry.uri,
-                                        [n for n, _ in known if 0 < n < entry.length])
+        path = entry.local_path or entry.uri
+        try:
+            digests, whole = prefix_digests(path, [n for n, _ in known if 0 < n < entry.length])
+            if os.path.getsize(path) != entry.length:
+                return None
+        except OSError:
+            return None
         return Hashed(entry, whole, held_length(entry, known, digests, whole))
 
     files = [f for f in plan if hashable(f)]
     if not files:
         return []
     with ThreadPoolExecutor(max_workers=max(1, min(len(files), threads or os.cpu_count() or 1))) as pool:
-        return list(pool.map(one, files))
+        return [h for h in pool.map(one, files) if h is not None]
 
 
 def trim(plan: Sequence[PlannedFile], hashed: Sequence[Hashed]) -> tuple[list[PlannedFile], list[Hashed]]:

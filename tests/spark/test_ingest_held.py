@@ -18,7 +18,7 @@ from replay.kafka import files
 from replay.kafka.batch import read_file
 from replay.kafka.model import Batch
 from replay.spark.ingest_decode import PlannedFile, decode_file
-from replay.spark.ingest_held import Hashed, held_length, prefix_digests, to_record, trim
+from replay.spark.ingest_held import Hashed, hash_plan, held_length, prefix_digests, to_record, trim
 from replay.spark.ingest_plan import split_plan
 from replay.spark.tables import INGESTED_FILES, METADATA_RECORDS, QUARANTINE, Lake
 
@@ -45,6 +45,11 @@ def test_the_longest_recorded_prefix_the_file_begins_with_is_held(tmp_path: Path
     snapshot = PlannedFile(str(path), len(data), "snapshot", cluster="c")  # a snapshot is held only whole
     assert held_length(snapshot, recorded, digests, whole) == 0
     assert held_length(snapshot, [(len(data), whole)], digests, whole) == len(data)
+    # hashed in threads; a file gone since it was listed, or grown, is left to the decoder (which reports it)
+    gone = PlannedFile(str(tmp_path / "00000000000000000100.log"), 10, "segment", cluster="c")
+    listed_shorter = PlannedFile(str(path), len(data) - 1, "segment", cluster="c")
+    recorded_now = {("c", path.name): [(100, digests[100])]}
+    assert hash_plan([segment, gone, listed_shorter], recorded_now) == [Hashed(segment, whole, 100)]
 
 
 def test_a_file_past_its_held_prefix_decodes_like_the_rest_of_the_whole_file(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def test_catalog_or_directory() -> None:
 
 def test_every_table_has_cluster_id_first() -> None:
     assert set(SCHEMAS) == {"metadata_records", "quarantine", "acl_events", "acl_history", "log_coverage",
-                            "anomalies", "offset_times", "replay_state", "acl_event_feed", "access_events"}
+                            "anomalies", "offset_times", "replay_state", "acl_event_feed", "access_events",
+                            "ingested_files"}
     for schema in SCHEMAS.values():
         assert schema.fields[0].name == "cluster_id" and not schema.fields[0].nullable
 
