@@ -25,11 +25,13 @@ import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from pyspark.sql import functions as F
 
 from replay.kafka.model import SourceKind
 from replay.spark.ingest_decode import PlannedFile
+from replay.spark.ingest_plan import local_path_of
 from replay.spark.tables import INGESTED_FILES, SCHEMAS, Lake
 
 _KINDS = (SourceKind.SEGMENT.value, SourceKind.SNAPSHOT.value, SourceKind.BOOTSTRAP.value)
@@ -124,19 +126,48 @@ def trim(plan: Sequence[PlannedFile], hashed: Sequence[Hashed]) -> tuple[list[Pl
     return out, list(held.values())
 
 
+_RECORDED_COLUMNS = ["cluster_id", "file_name", "bytes", "sha256"]
+
+
 def read_recorded(lake: Lake, names: Mapping[str, Iterable[str]]) -> Recorded:
-    """What `ingested_files` records of these clusters' files (cluster -> names): one Spark job, no job at all
-    before the table exists. Rows are per file name and length, so this grows with the files, not the records."""
+    """What `ingested_files` records of these clusters' files (cluster -> names), nothing before the table exists.
+    A lake directory the driver can read is read with delta-rs (a Spark job and Delta's first snapshot of the table
+    cost a watch 4.6 s), a catalog lake through Spark. Rows are per file name and length: this grows with the
+    files, not the records."""
     wanted = {c: sorted(set(n)) for c, n in names.items() if n}
     if not wanted or not lake.exists(INGESTED_FILES):
         return {}
-    which = functools.reduce(lambda a, b: a | b, [(F.col("cluster_id") == c) & F.col("file_name").isin(files)
-                                                   for c, files in wanted.items()])
+    rows = _read_with_delta_rs(lake, wanted)
+    if rows is None:
+        which = functools.reduce(lambda a, b: a | b, [(F.col("cluster_id") == c) & F.col("file_name").isin(files)
+                                                       for c, files in wanted.items()])
+        rows = [r.asDict() for r in lake.read(INGESTED_FILES).where(which).select(*_RECORDED_COLUMNS).collect()]
     out: Recorded = {}
-    for r in lake.read(INGESTED_FILES).where(which).select("cluster_id", "file_name", "bytes", "sha256") \
-            .distinct().collect():
-        out.setdefault((str(r["cluster_id"]), str(r["file_name"])), []).append((int(r["bytes"]), bytes(r["sha256"])))
+    for r in rows:
+        key, seen = (str(r["cluster_id"]), str(r["file_name"])), (int(r["bytes"]), bytes(r["sha256"]))
+        if seen not in out.setdefault(key, []):
+            out[key].append(seen)
     return out
+
+
+def _read_with_delta_rs(lake: Lake, wanted: Mapping[str, list[str]]) -> list[dict[str, Any]] | None:
+    """The recorded rows of `wanted` read with delta-rs from a local lake directory; None where that cannot be
+    done (a catalog lake, no delta-rs, a table it does not read): Spark reads them then."""
+    path = lake.table_path(INGESTED_FILES)
+    local = None if path is None else local_path_of(path)
+    if local is None:
+        return None
+    try:
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        which = functools.reduce(lambda a, b: a | b, [(pc.field("cluster_id") == c) & pc.field("file_name").isin(f)
+                                                      for c, f in wanted.items()])
+        table = DeltaTable(local).to_pyarrow_dataset().to_table(columns=_RECORDED_COLUMNS, filter=which)
+    except Exception:
+        return None
+    rows: list[dict[str, Any]] = table.to_pylist()
+    return rows
 
 
 def to_record(hashed: Sequence[Hashed], recorded: Recorded, bad_files: set[str]) -> list[Hashed]:

@@ -17,6 +17,7 @@ from bench.bench_fleet import cut_dump
 from replay.kafka import files
 from replay.kafka.batch import read_file
 from replay.kafka.model import Batch
+from replay.spark import ingest_held
 from replay.spark.ingest_decode import PlannedFile, decode_file
 from replay.spark.ingest_held import Hashed, hash_plan, held_length, prefix_digests, to_record, trim
 from replay.spark.ingest_plan import split_plan
@@ -162,3 +163,12 @@ def test_a_nodes_next_dump_is_decoded_only_past_what_its_last_one_brought(spark:
     assert lake.read(INGESTED_FILES).count() == len(recorded)  # the damaged file is not recorded
     meta = json.loads(lake.history(INGESTED_FILES).first()["userMetadata"])
     assert meta["table"] == INGESTED_FILES and meta["cluster_ids"] == ["c"]
+
+    # a lake directory's records are read with delta-rs; a catalog lake's through Spark: the same
+    names = {"c": day2_names, "other": day2_names}
+    found = ingest_held.read_recorded(lake, names)
+    assert sum(len(v) for v in found.values()) == len(recorded) and {c for c, _ in found} == {"c"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ingest_held, "_read_with_delta_rs", lambda *_: None)
+        by_spark = ingest_held.read_recorded(lake, names)
+    assert {k: sorted(v) for k, v in by_spark.items()} == {k: sorted(v) for k, v in found.items()}
