@@ -105,11 +105,13 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         cluster = sample.name
         report = ingest(spark, [str(sample)], cluster=cluster, lake=lake, progress=False)
         clusters.append(cluster)
-        span = f"offsets {report.log_offsets[0]}..{report.log_offsets[1]}" if report.log_offsets else "no log records"
+        span = (f"offsets {report.log_offsets[0]}..{report.log_offsets[1]}" if report.log_offsets
+                else "no log records decoded" if report.held_files else "no log records")
+        held = f" ({report.held_bytes:,} held already, not decoded again)" if report.held_files else ""
         snaps = ", ".join(f"{end}-{epoch}" for end, epoch in report.snapshots) or "none"
         problems = ("none" if not report.problems else
                     ", ".join(f"{k} {v}" for k, v in sorted(report.problems_by_kind.items())))
-        tour.say(f"{cluster}: {len(report.files)} file(s), {report.bytes:,} bytes; {report.records:,} records "
+        tour.say(f"{cluster}: {len(report.files)} file(s), {report.bytes:,} bytes{held}; {report.records:,} records "
                  f"({report.records_new:,} new), log {span}; snapshots (end offset-epoch) {snaps}; "
                  f"decoder problems: {problems}")
     counts = replay_lake(lake, clusters)
