@@ -177,11 +177,12 @@ class Cluster:
 
     # ---- loading ---------------------------------------------------------------------------------------------
     def ingest(self, paths: str | Sequence[str], strict: bool = False, show_secrets: bool = False,
-               progress: bool = False) -> IngestReport:
+               progress: bool = False, decode_all: bool = False) -> IngestReport:
         """Decode dumps of this cluster into the lake's bronze tables; `replay()` then brings its history up to
-        date (the CLI's `ingest` does both)."""
+        date (the CLI's `ingest` does both). Bytes an earlier ingest read are not decoded again unless
+        `decode_all`."""
         return ingest(self.lake.spark, paths, self.name, self.lake, strict=strict, progress=progress,
-                      show_secrets=show_secrets)
+                      show_secrets=show_secrets, decode_all=decode_all)
 
     def replay(self, full: bool = False, high_watermark: int | None = None, progress: bool = False) -> TableCounts:
         return replay_lake(self.lake, [self.name], high_watermark=high_watermark, full=full, progress=progress)
