@@ -249,8 +249,8 @@ def ingest_clusters(
     in jobs and commits of its own, and thirty clusters' decoding in tasks of their own took three times as long).
     `listed`: each cluster's files under its paths, listed already (a watch's new files), so not listed again.
     A file whose bytes the lake holds already, whole or in part, is decoded only past them (`ingest_held`), unless
-    `decode_all`. Returns each cluster's report, and the error of each cluster that could not be ingested (nothing to read, or
-    problems under `strict`): the others are written all the same. An error in a write is raised."""
+    `decode_all`. Returns each cluster's report, and the error of each cluster that could not be ingested (nothing
+    to read, or problems under `strict`): the others are written all the same. An error in a write is raised."""
     started = time.monotonic()
     lake = lake if isinstance(lake, Lake) else Lake(spark, lake)
     spark = own_session(spark)
