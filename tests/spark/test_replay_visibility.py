@@ -60,8 +60,8 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
     real = Lake.write
     during: list[tuple[str, bool]] = []
 
-    def watched(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None) -> None:
-        real(lake_, name, df, meta, replace_where)
+    def watched(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None, **options: Any) -> None:
+        real(lake_, name, df, meta, replace_where, **options)  # the ingest's append passes its file size too
         if name in TABLES:
             during.append((name, seen() == first))
 
@@ -84,8 +84,8 @@ def test_readers_see_the_last_finished_replay_throughout(spark: Any, tmp_path: P
     # a replay that dies after two of its five commits: readers keep the second replay; its rows stay hidden
     written: list[str] = []
 
-    def dies(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None) -> None:
-        real(lake_, name, df, meta, replace_where)
+    def dies(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None, **options: Any) -> None:
+        real(lake_, name, df, meta, replace_where, **options)
         if name in TABLES:
             written.append(name)
             if len(written) == 2:
