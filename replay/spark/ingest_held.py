@@ -115,10 +115,10 @@ def hash_plan(plan: Sequence[PlannedFile], recorded: Recorded, threads: int | No
 def trim(plan: Sequence[PlannedFile], hashed: Sequence[Hashed]) -> tuple[list[PlannedFile], list[Hashed]]:
     """The plan without what the lake holds: a file held whole is left out, one held in part becomes the piece
     past that part. Returns the plan and the files held (whole or in part)."""
-    held = {id(h.entry): h for h in hashed if h.held > 0}
+    held = {(h.entry.cluster, h.entry.uri): h for h in hashed if h.held > 0}
     out: list[PlannedFile] = []
     for f in plan:
-        h = held.get(id(f))
+        h = held.get((f.cluster, f.uri))
         if h is None:
             out.append(f)
         elif h.held < f.length:
