@@ -5,8 +5,8 @@ A Spark session takes 15-35 s to start for one question, while the rows the ques
 lifetimes, its coverage and its time index. delta-rs (the `deltalake` package) reads them from the same Delta tables
 in well under a second, and the Python engine's rules answer (`replay.kafka.replayer.ReplayResult.state_at`, what
 `acls PATH` answers with; `queries.moment` picks the offset for both engines). Readers see what Spark's readers see:
-per cluster the rows of its visible replay (`replay_state.visible_replay_id`), read again if a replay switched while
-the tables were being read. Catalog lakes, and tables delta-rs cannot read, are asked through Spark.
+per cluster the rows its chain of visible replays shows (`replay.spark.visibility`), read again if a replay switched
+while the tables were being read. Catalog lakes, and tables delta-rs cannot read, are asked through Spark.
 
 A `LakeFiles` opened with `keep=True` (the Python API's, `replay.spark.api`) keeps each cluster's whole visible
 history once read, as Arrow tables, and answers later questions from it while no table has a new commit: a warm
@@ -45,12 +45,35 @@ from replay.spark.tables import (
     is_uri,
     newest_commit,
 )
+from replay.spark.visibility import ROW_KEYS, Chain, chain_of, newest
 
+Visible = dict[str, Chain] | None  # each cluster's chain; None: a lake written before replays were tagged
 _TABLES = ("acl_history", "acl_events", "log_coverage", "offset_times")
 _ATTEMPTS = 5  # reads of a cluster's rows while replays keep switching it, before asking Spark instead
 
 
 _T = TypeVar("_T")
+
+
+def _shown_by(name: str, chain: Chain) -> Any:
+    """The pyarrow filter of the rows of table `name` that a cluster's chain shows (`replay.spark.visibility`): a
+    replay's rows whose key lies in its range (no key: after every offset); an empty chain: the untagged rows."""
+    import pyarrow.compute as pc
+
+    if not chain:
+        return pc.field(REPLAY_ID).is_null()
+    key = ROW_KEYS[name]
+    shown = None
+    for rid, after, upto in chain:
+        one = pc.field(REPLAY_ID) == rid
+        if upto is not None:
+            if key is None:
+                continue  # rows without a key lie past every end: only the newest replay's are seen
+            one = one & (pc.field(key) <= upto)
+        if key is not None and after is not None:
+            one = one & (pc.field(key).is_null() | (pc.field(key) > after))
+        shown = one if shown is None else shown | one
+    return shown if shown is not None else pc.scalar(False)
 
 
 def _columns(table: str) -> list[str]:
@@ -79,7 +102,7 @@ class _Held:
     kept as Arrow, 0.7 GiB and 50-80 ms (2026-12-04)."""
 
     commits: tuple[str | None, ...]
-    visible: dict[str, str | None] | None
+    visible: Visible
     rows: _Cluster
     lifetimes: Any  # pyarrow.Table of `_LIFETIME_COLUMNS`
     events: Any  # pyarrow.Table of `_EVENT_COLUMNS`, of logged records (`_later(None)`)
@@ -229,7 +252,7 @@ class LakeFiles:
         state = self._state(cluster, visible, rows, result, at)
         return state if time is None else replace(state, time=time)
 
-    def _state(self, cluster: str, visible: dict[str, str | None] | None, rows: _Cluster, result: ReplayResult,
+    def _state(self, cluster: str, visible: Visible, rows: _Cluster, result: ReplayResult,
                at: int) -> LakeState:
         state = result.state_at(at)
         if not state.certain and not state.uncertain and not state.covered and not rows.coverage:
@@ -237,19 +260,19 @@ class LakeFiles:
         return LakeState(cluster, at, result.time_of(at), state.certain, state.uncertain, state.covered,
                          state.complete, state.unpublished)
 
-    def _unknown(self, cluster: str, visible: dict[str, str | None] | None) -> QuestionError:
+    def _unknown(self, cluster: str, visible: Visible) -> QuestionError:
         """`queries.unknown_cluster`: the error naming the clusters whose visible rows `log_coverage` holds."""
         dataset = self._dataset("log_coverage")
         tagged = visible is not None and REPLAY_ID in dataset.schema.names
         table = dataset.to_table(columns=["cluster_id", REPLAY_ID] if tagged else ["cluster_id"])
         names = table.column("cluster_id").to_pylist()
         tags = table.column(REPLAY_ID).to_pylist() if tagged else [None] * len(names)
-        shown = visible or {}
+        shown = {c: newest(chain) for c, chain in (visible or {}).items()}  # coverage: the newest replay's
         clusters = sorted({c for c, r in zip(names, tags, strict=True) if not tagged or r == shown.get(c)})
         return unknown_cluster_error(self.location, cluster, clusters)
 
     # ---- the rows --------------------------------------------------------------------------------------------
-    def _cluster(self, cluster: str, visible: dict[str, str | None] | None) -> _Cluster:
+    def _cluster(self, cluster: str, visible: Visible) -> _Cluster:
         coverage = self._read("log_coverage", cluster, ["start_offset", "end_offset", "kind", "source"],
                               visible).to_pylist()
         times = self._read("offset_times", cluster, ["offset", "time"], visible).sort_by("offset")
@@ -261,34 +284,33 @@ class LakeFiles:
             first = (earliest, offsets[stamps.index(earliest)])
         return _Cluster(coverage, OffsetTimes.of_columns(offsets, stamps), first)
 
-    def _lifetimes(self, cluster: str, visible: dict[str, str | None] | None, at: int) -> list[AclLifetime]:
+    def _lifetimes(self, cluster: str, visible: Visible, at: int) -> list[AclLifetime]:
         """The cluster's lifetimes that can be live at `at` (`_near`)."""
         return _lifetimes_of(self._read("acl_history", cluster, _LIFETIME_COLUMNS, visible, _near(at)))
 
-    def _events(self, cluster: str, visible: dict[str, str | None] | None, at: int) -> list[AclEvent]:
+    def _events(self, cluster: str, visible: Visible, at: int) -> list[AclEvent]:
         """The events that hold the moment `at` back (`_holding_back`)."""
         return _events_of(_holding_back(self._read("acl_events", cluster, _EVENT_COLUMNS, visible, _later(at)), at))
 
-    def _visible_replays(self) -> dict[str, str | None] | None:
-        """Per cluster, the replay whose rows readers see; None for a lake written before replays were tagged."""
+    def _visible_replays(self) -> Visible:
+        """Per cluster, the chain of replays whose rows readers see; None for a lake written before replays were
+        tagged."""
         table = self._dataset(REPLAY_STATE)
         if "visible_replay_id" not in table.schema.names:
             return None
-        rows = table.to_table(columns=["cluster_id", "visible_replay_id"])
-        return dict(zip(rows.column("cluster_id").to_pylist(), rows.column("visible_replay_id").to_pylist(),
-                        strict=True))
+        wanted = [c for c in ("cluster_id", "visible_replay_id", "visible_ranges") if c in table.schema.names]
+        return {r["cluster_id"]: chain_of(r) for r in table.to_table(columns=wanted).to_pylist()}
 
-    def _read(self, name: str, cluster: str, columns: list[str], visible: dict[str, str | None] | None,
+    def _read(self, name: str, cluster: str, columns: list[str], visible: Visible,
               where: Any = None) -> Any:
-        """A replay table's rows of `cluster` in its visible replay, as `Lake.source` gives them:
-        `replay_id <=> visible_replay_id` (a cluster without one: untagged rows only; an untagged lake: all)."""
+        """A replay table's rows of `cluster` that its chain of visible replays shows, as `Lake.source` gives them
+        (a cluster without one: untagged rows only; an untagged lake: all)."""
         import pyarrow.compute as pc
 
         dataset = self._dataset(name)
         mine = pc.field("cluster_id") == cluster
         if visible is not None and REPLAY_ID in dataset.schema.names:
-            shown = visible.get(cluster)
-            mine = mine & (pc.field(REPLAY_ID).is_null() if shown is None else pc.field(REPLAY_ID) == shown)
+            mine = mine & _shown_by(name, visible.get(cluster, ()))
         return dataset.to_table(columns=columns, filter=mine if where is None else where & mine)
 
     def _dataset(self, name: str) -> Any:

@@ -26,6 +26,7 @@ from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
 from replay.spark.tables import LOG_SOURCE_KIND, REPLAY_ID, REPLAY_SCHEMAS, Lake
+from replay.spark.visibility import ROW_KEYS, chain_of
 
 
 def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = None,
@@ -75,7 +76,8 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
 
     at_once([fed, *cleanup])  # the feed reads the visible rows, the cleanup removes the others: no conflict
     unchanged = [c for c in clusters if c not in todo]
-    return TableCounts(lake, list(REPLAY_SCHEMAS), clusters, written, unchanged)
+    kept = {c: p.resume_offset for c, p in todo.items() if p.resume_offset is not None}
+    return TableCounts(lake, list(REPLAY_SCHEMAS), clusters, written, unchanged, kept)
 
 
 def nothing_ingested(lake: Lake, clusters: list[str]) -> UnknownClusterError:
@@ -89,23 +91,25 @@ def nothing_ingested(lake: Lake, clusters: list[str]) -> UnknownClusterError:
 
 class TableCounts(Mapping[str, int]):
     """Rows per table for some clusters. What the replay wrote is counted while it was written (`written`, rows of
-    the replayed clusters); the rows of the others (`counted`: left as they were) are counted in one query when
-    first read, so a caller that does not print them does not pay the 16-24 Spark jobs (3-5 s) of reading freshly
-    written Delta tables. `written=None`: every cluster is counted when first read."""
+    the replayed clusters); the rows of the others (`counted`: left as they were) and those a resumed replay kept in
+    place (`kept`: cluster to its resume point) are counted in one query when first read, so a caller that does not
+    print them does not pay the 16-24 Spark jobs (3-5 s) of reading freshly written Delta tables. `written=None`:
+    every cluster is counted when first read."""
 
     def __init__(self, lake: Lake, tables: list[str], clusters: list[str], written: dict[str, int] | None = None,
-                 counted: list[str] | None = None) -> None:
+                 counted: list[str] | None = None, kept: Mapping[str, int] | None = None) -> None:
         self._lake, self._tables, self._clusters = lake, tables, clusters
         self._written = written
         self._counted = clusters if written is None or counted is None else counted
+        self._kept = dict(kept or {}) if written is not None else {}
         self._counts: dict[str, int] | None = None
 
     def _all(self) -> dict[str, int]:
         if self._counts is None:
             counts = dict.fromkeys(self._tables, 0)
-            if self._counted:
+            if self._counted or self._kept:
                 with step(self._lake.spark, "replay: count"):
-                    counts = table_counts(self._lake, self._tables, self._counted)
+                    counts = table_counts(self._lake, self._tables, self._counted, self._kept)
             self._counts = {name: n + (self._written or {}).get(name, 0) for name, n in counts.items()}
         return self._counts
 
@@ -126,10 +130,19 @@ class TableCounts(Mapping[str, int]):
         return findings.summary(self._lake, self._clusters)
 
 
-def table_counts(lake: Lake, tables: list[str], clusters: list[str]) -> dict[str, int]:
-    """Rows per table for `clusters`, in one query (a count per table would be one Spark job or more each)."""
+def table_counts(lake: Lake, tables: list[str], clusters: list[str],
+                 upto: Mapping[str, int] | None = None) -> dict[str, int]:
+    """Rows per table for `clusters`, and for the clusters of `upto` those at or before its offset there (by
+    `visibility.ROW_KEYS`: what a replay resumed there kept in place), in one query (a count per table would be one
+    Spark job or more each)."""
     parts = [lake.read(name).where(F.col("cluster_id").isin(clusters)).select(F.lit(name).alias("_table"))
-             for name in tables]
+             for name in tables if clusters]
+    if upto:
+        bound = F.element_at(F.create_map(*[F.lit(x) for kv in upto.items() for x in kv]), F.col("cluster_id"))
+        parts += [lake.read(name).where(F.col("cluster_id").isin(list(upto)) & (F.col(key) <= bound))
+                  .select(F.lit(name).alias("_table")) for name in tables if (key := ROW_KEYS[name]) is not None]
+    if not parts:
+        return dict.fromkeys(tables, 0)
     union = functools.reduce(DataFrame.unionByName, parts)
     found = {r["_table"]: r["count"] for r in union.groupBy("_table").count().collect()}
     return {name: found.get(name, 0) for name in tables}
@@ -145,7 +158,7 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
     see those rows, so they can go while the feed is written."""
     names = list(plans)
     replay_id = resume.new_replay_id()
-    shown = {c: (states.get(c) or {}).get("visible_replay_id") for c in names}
+    shown = {c: chain_of(states.get(c)) for c in names}
 
     def mark_running() -> None:  # beside the staged steps: they write to no table, and the first write waits for it
         with step(lake.spark, "replay: state"):
@@ -182,14 +195,16 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
                            replace_where=resume.others_predicate(shown))
 
         at_once([resume_points, *[functools.partial(write, name) for name in frames]])  # none seen until the switch
+        chains = resume.chains_after(plans, shown, replay_id)
         with step(lake.spark, "replay: state"):
-            resume.write_states(lake, plans, replay_id, "done", high_watermark, dict.fromkeys(names, replay_id),
-                                found["points"], found["last"])
-    replaced = {c: replay_id for c in names if c in states}  # clusters that had rows of an earlier replay
+            resume.write_states(lake, plans, replay_id, "done", high_watermark, chains, found["points"],
+                                found["last"])
+    replaced = {c: chains[c] for c in names if c in states}  # clusters that had rows of an earlier replay
 
     def drop(name: str) -> None:
-        with step(lake.spark, "replay: drop the previous rows"):  # whole files: the tables are partitioned by replay
-            lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {resume.others_predicate(replaced)}")
+        with step(lake.spark, "replay: drop the previous rows"):  # the tables are partitioned by replay: whole
+            for where in resume.unseen_predicates(name, shown, replaced):  # files, but for a range cut back
+                lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}")
 
     counts = {name: observed(o) for name, o in observations.items()}
     written = None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}

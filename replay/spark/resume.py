@@ -15,10 +15,10 @@ follows at all (the next marker decides the records after such a hole). The late
 resume point. The next replay resumes there when everything ingested since lies after it (log offsets and
 snapshots beyond `q`, problems with an offset beyond `q`) and, after a hole, brings no marker; it reads only the
 bronze rows after `q` (Delta skips the files before), replays them with the rules of `replay.spark.replay_rules`,
-and writes them after the rows the visible replay wrote up to `q` (`splice`), as a replay writes (beside the visible
-rows, then switched in `replay_state`: `replay.spark.replay`). Anything else
-(a first replay, a replay that did not finish, rows that arrived before `q`, a high watermark, `full=True`) is a
-full replay. Both give the same tables: `tests/spark/test_incremental_replay.py` holds them to each other and to
+and writes only them (`splice`), as a replay writes (beside the visible rows, then switched in `replay_state`:
+`replay.spark.replay`); the rows the visible replays wrote up to `q` stay in place, and readers see them through the
+cluster's chain of replays (`replay.spark.visibility`). Anything else (a first replay, a replay that did not finish,
+rows that arrived before `q`, a high watermark, a chain of `MAX_CHAIN` replays, `full=True`) is a full replay. Both give the same tables: `tests/spark/test_incremental_replay.py` holds them to each other and to
 the reference replayer.
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -43,9 +43,20 @@ from replay.spark.tables import (
     REPLAY_ID,
     REPLAY_STATE,
     STATE_SCHEMA,
-    VISIBLE_SCHEMAS,
     Lake,
     sql_string,
+)
+from replay.spark.visibility import (
+    MAX_CHAIN,
+    ROW_KEYS,
+    Chain,
+    as_rows,
+    chain_of,
+    cut_back,
+    full_chain,
+    ids,
+    newest,
+    resumed_chain,
 )
 
 _RESUME_FIELDS = ["resume_offset", "epoch_floor", "marker_offset", "marker_key", "marker_time", "marker_file",
@@ -139,7 +150,7 @@ def resume_points(resolved: DataFrame, snaps: DataFrame, gaps: DataFrame, resume
 def read_states(lake: Lake, clusters: list[str]) -> dict[str, dict[str, Any]]:
     lake.ensure(REPLAY_STATE, STATE_SCHEMA)
     rows = lake.read(REPLAY_STATE).where(F.col("cluster_id").isin(clusters)).collect()
-    return {r["cluster_id"]: r.asDict() for r in rows}
+    return {r["cluster_id"]: r.asDict(recursive=True) for r in rows}
 
 
 def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, Any]], clusters: list[str],
@@ -195,6 +206,11 @@ def plan(records: DataFrame, quarantine: DataFrame, states: dict[str, dict[str, 
                                       unchanged=True)
             elif q is None:
                 plans[cluster] = full_plan("the previous replay found no settled snapshot to resume from")
+            elif state.get("visible_replay_id") is None:
+                plans[cluster] = full_plan("the rows readers see were written before replays were tagged")
+            elif len(chain_of(state)) >= MAX_CHAIN:
+                plans[cluster] = full_plan(f"{MAX_CHAIN} replays in a row resumed: a full one writes their rows "
+                                           "together again")
             elif any(ingests[i].get("no_offset") for i in new):
                 plans[cluster] = full_plan("new problems without an offset")
             elif lows and min(lows) <= q:
@@ -260,9 +276,10 @@ def seen_ids(lake: Lake, plans: dict[str, Plan]) -> DataFrame | None:
 
 # ---- joining the suffix to what was kept ---------------------------------------------------------------------
 def splice(lake: Lake, frames: dict[str, DataFrame], plans: dict[str, Plan]) -> dict[str, DataFrame]:
-    """The rows to write per table: a full cluster's as replayed; a resumed cluster's after its resume point, joined
-    to what the previous replay wrote up to it (event numbers continue, lifetimes open at the resume point keep
-    their start, log runs join across it)."""
+    """The rows to write per table: a full cluster's as replayed; a resumed cluster's past its resume point (by
+    `visibility.ROW_KEYS`: the rows up to it stay where the visible replays wrote them), joined to those (event
+    numbers continue, lifetimes open at the resume point keep their start, log runs join across it: its coverage
+    is written whole)."""
     if not any(p.resume_offset is not None for p in plans.values()):
         return frames
     c = F.col
@@ -290,34 +307,16 @@ def splice(lake: Lake, frames: dict[str, DataFrame], plans: dict[str, Plan]) -> 
     history = frames["acl_history"].join(b, "cluster_id", "left").join(open_then, ["cluster_id", "acl_id"], "left")
     continued = c("_q").isNotNull() & (c("valid_from_offset") <= c("_q"))
     history = history.select(*[F.when(continued, c("_o_" + f)).otherwise(c(f)).alias(f) if f in start else c(f)
-                               for f in frames["acl_history"].columns])
+                               for f in [*frames["acl_history"].columns, "_q"]])
 
-    spliced = {
+    open_past = c("_q").isNull() | c("valid_to_offset").isNull() | (c("valid_to_offset") > c("_q"))
+    return {
         "acl_events": events,
-        "acl_history": history,
+        "acl_history": history.where(open_past).drop("_q"),
         "anomalies": after(frames["anomalies"], "offset", keep_null=True).drop("_q"),
         "offset_times": after(frames["offset_times"], "offset").drop("_q"),
+        "log_coverage": _coverage(lake, frames["log_coverage"], b),
     }
-    out = {name: _with_kept(lake, name, df, b) for name, df in spliced.items()}
-    out["log_coverage"] = _coverage(lake, frames["log_coverage"], b)
-    return out
-
-
-# A resumed cluster's rows up to its resume point `_q` that the visible replay wrote and the new one keeps (the
-# suffix replay writes the rest).
-_KEPT: dict[str, Callable[[Column], Column]] = {
-    "acl_events": lambda q: F.col("offset") <= q,
-    "acl_history": lambda q: F.col("valid_to_offset").isNotNull() & (F.col("valid_to_offset") <= q),
-    "anomalies": lambda q: F.col("offset").isNotNull() & (F.col("offset") <= q),
-    "offset_times": lambda q: F.col("offset") <= q,
-}
-
-
-def _with_kept(lake: Lake, name: str, suffix: DataFrame, b: DataFrame) -> DataFrame:
-    """`suffix` and the kept rows before it: a replay writes each cluster's rows whole, beside the visible ones."""
-    cols = VISIBLE_SCHEMAS[name].fieldNames()
-    kept = lake.read(name).join(b, "cluster_id").where(_KEPT[name](F.col("_q"))).select(*cols)
-    return suffix.select(*cols).unionByName(kept)
 
 
 def _coverage(lake: Lake, replayed: DataFrame, b: DataFrame) -> DataFrame:
@@ -351,27 +350,54 @@ def clusters_predicate(plans: dict[str, Plan]) -> str:
     return " OR ".join(f"(cluster_id = {sql_string(p.cluster)})" for p in plans.values())
 
 
-def others_predicate(keep: Mapping[str, str | None]) -> str:
-    """Rows of these clusters other than those of the replay `keep` names for each (null: the untagged rows)."""
-    def one(cluster: str, replay_id: str | None) -> str:
-        kept = sql_string(replay_id) if replay_id is not None else "NULL"
-        return f"(cluster_id = {sql_string(cluster)} AND NOT ({REPLAY_ID} <=> {kept}))"
-    return " OR ".join(one(c, r) for c, r in keep.items())
+def others_predicate(keep: Mapping[str, Chain]) -> str:
+    """Rows of these clusters that no replay of the chain `keep` names for each wrote (an empty chain: every
+    tagged row). Partition columns only, so Delta drops whole files without reading them."""
+    def one(cluster: str, chain: Chain) -> str:
+        names = ", ".join(sql_string(r) for r in ids(chain))
+        other = f"{REPLAY_ID} IS NULL OR {REPLAY_ID} NOT IN ({names})" if names else f"{REPLAY_ID} IS NOT NULL"
+        return f"(cluster_id = {sql_string(cluster)} AND ({other}))"
+    return " OR ".join(one(c, chain) for c, chain in keep.items())
+
+
+def chains_after(plans: Mapping[str, Plan], shown: Mapping[str, Chain], replay_id: str) -> dict[str, Chain]:
+    """Each planned cluster's chain once `replay_id` is done: its own alone after a full replay; after a resumed
+    one, the chain shown before, cut back to the resume point, then it (`visibility.resumed_chain`)."""
+    return {c: full_chain(replay_id) if p.resume_offset is None else resumed_chain(shown[c], replay_id, p.resume_offset)
+            for c, p in plans.items()}
+
+
+def unseen_predicates(name: str, before: Mapping[str, Chain], after: Mapping[str, Chain]) -> list[str]:
+    """What of table `name` readers no longer see once the chains are `after`, as DELETE predicates: the rows of
+    replays that left the chain (whole files), then the rows of replays whose range was cut back that lie past its
+    new end (by `visibility.ROW_KEYS`; whole files for `log_coverage`, whose rows have no key)."""
+    out = [others_predicate(after)] if after else []
+    key = ROW_KEYS[name]
+    cut = []
+    for cluster, chain in after.items():
+        for rid, end in cut_back(before.get(cluster, ()), chain):
+            past = "" if key is None else f" AND ({key} IS NULL OR {key} > {int(end)})"
+            cut.append(f"(cluster_id = {sql_string(cluster)} AND {REPLAY_ID} = {sql_string(rid)}{past})")
+    if cut:
+        out.append(" OR ".join(cut))
+    return out
 
 
 def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
-                 visible: Mapping[str, str | None], points: dict[str, dict[str, Any]] | None = None,
+                 visible: Mapping[str, Chain], points: dict[str, dict[str, Any]] | None = None,
                  last: dict[str, int] | None = None) -> None:
     """One commit to `replay_state` replacing these clusters' rows: status `running` before the tables are written,
     `done` with the resume point after (a replay that dies between leaves `running`, and the next one is full).
-    `visible` names the replay readers see per cluster: the previous one while running, this one when done."""
+    `visible` is each cluster's chain of replays readers see: the previous one while running, the one that ends
+    with this replay when done."""
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     rows = []
     for p in plans.values():
         point = (points or {}).get(p.cluster, {}) if high_watermark is None else {}
         rows.append({"cluster_id": p.cluster, "replay_id": replay_id, "replayed_at": now, "status": status,
                      "mode": p.mode, "reason": p.reason, "high_watermark": high_watermark,
-                     "ingest_ids": p.ingest_ids, "visible_replay_id": visible.get(p.cluster),
+                     "ingest_ids": p.ingest_ids, "visible_replay_id": newest(visible.get(p.cluster, ())),
+                     "visible_ranges": as_rows(visible.get(p.cluster, ())) or None,
                      "last_offset": (last or {}).get(p.cluster), **{k: point.get(k) for k in _RESUME_FIELDS}})
     df = lake.spark.createDataFrame(rows, STATE_SCHEMA)
     lake.write(REPLAY_STATE, df, f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}',

@@ -37,6 +37,7 @@ from pyspark.sql.types import (
     DataType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -44,6 +45,7 @@ from pyspark.sql.types import (
 )
 
 from replay.kafka.acl import AclBinding
+from replay.spark.visibility import ROW_KEYS, Chain, chain_of, newest
 
 DEFAULT_LAKE = "./lakehouse"
 
@@ -310,6 +312,14 @@ STATE_SCHEMA = StructType([
     _f("marker_position", LongType(), "resume state: that marker's byte position in its file"),
     _offset("gap_end", "resume state: end of the last hole in the log at or before resume_offset", nullable=True),
     _f("hole_since_marker", BooleanType(), "resume state: whether a hole lies between that marker and resume_offset"),
+    _f("visible_ranges", ArrayType(StructType([
+        _f("replay_id", StringType(), "a replay whose rows of this cluster readers see", nullable=False),
+        _offset("after_offset", "its rows are seen from the offset after this one; null: from the start",
+                nullable=True),
+        _offset("upto_offset", "up to this offset; null: to the end", nullable=True),
+    ])), "the replays whose rows readers see, oldest first, each over its range of offsets (a replay that resumed "
+       "left the earlier ones' rows up to its resume point in place: replay.spark.visibility); null: "
+       "visible_replay_id's rows, all of them"),
 ])
 
 # The feed: an acl_events row (as readers see it) with what happened to it, when, by which replay, and its identity.
@@ -453,7 +463,7 @@ def ddl_columns(schema: StructType) -> str:
     """`name type [NOT NULL] COMMENT '...'` for each field, comma-joined (for CREATE TABLE)."""
     cols = []
     for f in schema.fields:
-        col = f"{quote_ident(f.name)} {f.dataType.simpleString().upper()}"
+        col = f"{quote_ident(f.name)} {ddl_type(f.dataType)}"
         if not f.nullable:
             col += " NOT NULL"
         comment = f.metadata.get("comment")
@@ -463,9 +473,43 @@ def ddl_columns(schema: StructType) -> str:
     return ", ".join(cols)
 
 
+def ddl_type(dtype: DataType) -> str:
+    """A column type for DDL: keywords in capitals, the names of a struct's fields as they are (Spark keeps the case
+    a CREATE TABLE gives them)."""
+    if isinstance(dtype, StructType):
+        return f"STRUCT<{', '.join(f'{quote_ident(f.name)}: {ddl_type(f.dataType)}' for f in dtype.fields)}>"
+    if isinstance(dtype, ArrayType):
+        return f"ARRAY<{ddl_type(dtype.elementType)}>"
+    if isinstance(dtype, MapType):
+        return f"MAP<{ddl_type(dtype.keyType)}, {ddl_type(dtype.valueType)}>"
+    return dtype.simpleString().upper()
+
+
 def _table_comment(name: str) -> str:
     comment = TABLE_COMMENTS.get(name)
     return f"COMMENT {sql_string(comment)} " if comment else ""
+
+
+_RANGE_FIELDS = "after_offset: BIGINT, upto_offset: BIGINT"
+_CHAIN_TYPE = f"MAP<STRING, STRUCT<{_RANGE_FIELDS}>>"
+
+
+def chains_sql(chains: Mapping[str, Chain]) -> str:
+    """Chains known on the driver as the SQL map `Lake._visible_rows` filters by (a cluster with an empty chain:
+    its untagged rows only)."""
+    def bound(value: int | None) -> str:
+        return f"CAST({'NULL' if value is None else int(value)} AS BIGINT)"
+
+    def chain(ranges: Chain) -> str:
+        if not ranges:
+            return f"CAST(NULL AS {_CHAIN_TYPE})"
+        entries = ", ".join(f"{sql_string(rid)}, named_struct('after_offset', {bound(after)}, 'upto_offset', "
+                            f"{bound(upto)})" for rid, after, upto in ranges)
+        return f"CAST(map({entries}) AS {_CHAIN_TYPE})"
+
+    if not chains:
+        return f"CAST(NULL AS MAP<STRING, {_CHAIN_TYPE}>)"
+    return f"map({', '.join(f'{sql_string(c)}, {chain(r)}' for c, r in chains.items())})"
 
 
 def is_uri(location: str) -> bool:
@@ -515,7 +559,7 @@ class Lake:
         self._checked: set[tuple[str, str]] = set()  # (table, schema) whose stored columns this object has checked
         self._laid_out: set[str] = set()  # tables this object knows to be partitioned as `partition_columns` says
         self._tags: set[str] = set()  # replay tables known to carry replay tags
-        self._visible: tuple[str | None, dict[str, str | None]] = (None, {})  # (state token, visible replays)
+        self._visible: tuple[str | None, dict[str, Chain]] = (None, {})  # (state token, each cluster's chain)
 
     @classmethod
     def at_path(cls, spark: SparkSession, path: str) -> Self:
@@ -591,11 +635,20 @@ class Lake:
         return self._visible_rows(name, self._shown_sql(at), at)
 
     def _shown_sql(self, at: str = "") -> str:
-        """Each cluster's visible replay id as one SQL map, from `replay_state` (a cluster whose first replay is still
-        running is left out: looked up, it gives null as before). One uncorrelated scalar subquery, computed once per
-        query and shared by every table the query reads, rather than a join per table: a warm acl_state_at ran 8
-        Spark jobs with a join, 4 without any filter."""
-        return (f"(SELECT map_from_entries(collect_list(struct(cluster_id, visible_replay_id))) "
+        """Each cluster's chain of visible replays (`replay.spark.visibility`) as one SQL map, from `replay_state`,
+        cluster to (replay id to its range); a cluster whose first replay is still running is left out (looked up,
+        it gives null: its untagged rows only). One uncorrelated scalar subquery, computed once per query and shared
+        by every table the query reads, rather than a join per table: a warm acl_state_at ran 8 Spark jobs with a
+        join, 4 without any filter. `visible_ranges` is read through JSON so that the same text reads a
+        `replay_state` written before that column (as of an earlier time, or an older lake): there it is null and
+        the chain is `visible_replay_id` over everything."""
+        ranges = (f"from_json(to_json(struct(*)), 'visible_ranges ARRAY<STRUCT<replay_id: STRING, "
+                  f"{_RANGE_FIELDS}>>').visible_ranges")
+        whole = ("array(named_struct('replay_id', visible_replay_id, 'after_offset', CAST(NULL AS BIGINT), "
+                 "'upto_offset', CAST(NULL AS BIGINT)))")
+        chain = (f"map_from_entries(transform(coalesce({ranges}, {whole}), r -> struct(r.replay_id, "
+                 f"named_struct('after_offset', r.after_offset, 'upto_offset', r.upto_offset))))")
+        return (f"(SELECT map_from_entries(collect_list(struct(cluster_id, {chain}))) "
                 f"FROM {self.table_ref(REPLAY_STATE)}{at} WHERE visible_replay_id IS NOT NULL)")
 
     def replayed_clusters_sql(self) -> str:
@@ -619,10 +672,18 @@ class Lake:
         return sorted(c for c, replay in self.visible_replays().items() if replay is not None)
 
     def _visible_rows(self, name: str, shown: str, at: str = "") -> str:
-        """The replay table's rows of each cluster's visible replay, without the tag: `shown` is a SQL map from
-        cluster to its visible replay id (a missing cluster: untagged rows only)."""
+        """The replay table's rows that its cluster's chain shows (`replay.spark.visibility`), without the tag:
+        `shown` is a SQL map from cluster to (replay id to its range); a cluster missing from it shows its untagged
+        rows only. The chain is looked up once per row (`_chain`); the test of the tag alone reads partition
+        columns only, so Delta skips the files of replays not shown."""
         cols = ", ".join(f"t.{quote_ident(f.name)}" for f in VISIBLE_SCHEMAS[name].fields)
-        return f"(SELECT {cols} FROM {self.table_ref(name)}{at} t WHERE t.{REPLAY_ID} <=> {shown}[t.cluster_id])"
+        seen = f"t._chain[t.{REPLAY_ID}]"
+        key = ROW_KEYS[name]
+        in_range = (f"{seen}.upto_offset IS NULL" if key is None else
+                    f"coalesce(t.{key} > {seen}.after_offset, TRUE) "
+                    f"AND coalesce(t.{key} <= {seen}.upto_offset, {seen}.upto_offset IS NULL)")
+        return (f"(SELECT {cols} FROM (SELECT *, {shown}[cluster_id] AS _chain FROM {self.table_ref(name)}{at}) t "
+                f"WHERE ({seen} IS NOT NULL OR (t.{REPLAY_ID} IS NULL AND t._chain IS NULL)) AND {in_range})")
 
     def _tagged(self, name: str) -> bool:
         """Whether the replay table carries replay tags (a lake written before them does not until its next
@@ -646,19 +707,23 @@ class Lake:
         if version is not None:
             return self.read_raw(name, version)
         if timestamp is None and name in REPLAY_SCHEMAS and self._tagged(name):
-            pairs = [sql_string(x) if x is not None else "CAST(NULL AS STRING)"
-                     for kv in self.visible_replays().items() for x in kv]
-            shown = f"CAST(map({', '.join(pairs)}) AS MAP<STRING, STRING>)"
-            return self.spark.sql(f"SELECT * FROM {self._visible_rows(name, shown)}")
+            return self.spark.sql(f"SELECT * FROM {self._visible_rows(name, chains_sql(self.visible_chains()))}")
         return self.spark.sql(f"SELECT * FROM {self.source(name, timestamp)}")
 
     def visible_replays(self) -> dict[str, str | None]:
-        """Per cluster, the replay whose rows readers see (`replay_state.visible_replay_id`). Read again only when
-        `replay_state` has a new commit: for a local lake the Delta log's file names say so without Spark."""
+        """Per cluster, the newest replay whose rows readers see (`replay_state.visible_replay_id`)."""
+        return {cluster: newest(chain) for cluster, chain in self.visible_chains().items()}
+
+    def visible_chains(self) -> dict[str, Chain]:
+        """Per cluster, the replays whose rows readers see, each over its range (`replay.spark.visibility`). Read
+        again only when `replay_state` has a new commit: for a local lake the Delta log's file names say so without
+        Spark."""
         token = self._state_token()
         if token is None or token != self._visible[0]:
-            rows = self.read_raw(REPLAY_STATE).select("cluster_id", "visible_replay_id").collect()
-            self._visible = (token, {r[0]: r[1] for r in rows})
+            state = self.read_raw(REPLAY_STATE)
+            wanted = [c for c in ("cluster_id", "visible_replay_id", "visible_ranges") if c in state.columns]
+            self._visible = (token, {r["cluster_id"]: chain_of(r.asDict(recursive=True))
+                                    for r in state.select(*wanted).collect()})
         return self._visible[1]
 
     def _state_token(self) -> str | None:
