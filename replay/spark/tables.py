@@ -274,12 +274,14 @@ OFFSET_TIMES_SCHEMA = StructType([
 ])
 
 # Every replay table's last column: which replay wrote the row. A replay adds its rows beside the ones readers see,
-# then makes them the visible ones in one commit to `replay_state` (`visible_replay_id`), then removes the others:
-# a reader that goes through `Lake.source`/`Lake.read` sees one whole replay of each cluster, never a mix of two.
+# then makes them the visible ones in one commit to `replay_state` (`visible_ranges`), then removes those no longer
+# seen: a reader that goes through `Lake.source`/`Lake.read` sees one finished replay's history of each cluster,
+# never a mix of two (a resumed replay's history includes the rows up to its resume point that earlier replays
+# wrote: `replay.spark.visibility`).
 REPLAY_ID = "replay_id"
 _REPLAY_ID_FIELD = _f(REPLAY_ID, StringType(), "the replay that wrote this row; readers see the rows of each "
-                      "cluster's visible replay (replay_state.visible_replay_id); null: written before replays were "
-                      "tagged")
+                      "cluster's visible replays, each over its range of offsets (replay_state.visible_ranges); "
+                      "null: written before replays were tagged")
 
 # The replay tables as readers see them (`Lake.source`), and as stored (with the tag).
 VISIBLE_SCHEMAS = {"acl_events": EVENTS_SCHEMA, "acl_history": HISTORY_SCHEMA, "log_coverage": COVERAGE_SCHEMA,
@@ -312,14 +314,14 @@ STATE_SCHEMA = StructType([
     _f("marker_position", LongType(), "resume state: that marker's byte position in its file"),
     _offset("gap_end", "resume state: end of the last hole in the log at or before resume_offset", nullable=True),
     _f("hole_since_marker", BooleanType(), "resume state: whether a hole lies between that marker and resume_offset"),
-    _f("visible_ranges", ArrayType(StructType([
-        _f("replay_id", StringType(), "a replay whose rows of this cluster readers see", nullable=False),
-        _offset("after_offset", "its rows are seen from the offset after this one; null: from the start",
-                nullable=True),
-        _offset("upto_offset", "up to this offset; null: to the end", nullable=True),
-    ])), "the replays whose rows readers see, oldest first, each over its range of offsets (a replay that resumed "
-       "left the earlier ones' rows up to its resume point in place: replay.spark.visibility); null: "
-       "visible_replay_id's rows, all of them"),
+    # (plain fields: a nested field's comment or NOT NULL would not survive the DDL, and the stored type must equal
+    # this one: `check_column_types`)
+    _f("visible_ranges", ArrayType(StructType([StructField("replay_id", StringType()),
+                                               StructField("after_offset", LongType()),
+                                               StructField("upto_offset", LongType())])),
+       "the replays whose rows readers see, oldest first: the rows of replay_id whose offset lies after after_offset "
+       "and up to upto_offset (null: unbounded); a replay that resumed left the earlier ones' rows up to its resume "
+       "point in place (replay.spark.visibility); null: visible_replay_id's rows, all of them"),
 ])
 
 # The feed: an acl_events row (as readers see it) with what happened to it, when, by which replay, and its identity.
@@ -641,12 +643,13 @@ class Lake:
         by every table the query reads, rather than a join per table: a warm acl_state_at ran 8 Spark jobs with a
         join, 4 without any filter. `visible_ranges` is read through JSON so that the same text reads a
         `replay_state` written before that column (as of an earlier time, or an older lake): there it is null and
-        the chain is `visible_replay_id` over everything."""
+        the chain is `visible_replay_id` over everything (`visibility.chain_of`, the same rule on the driver)."""
         ranges = (f"from_json(to_json(struct(*)), 'visible_ranges ARRAY<STRUCT<replay_id: STRING, "
                   f"{_RANGE_FIELDS}>>').visible_ranges")
         whole = ("array(named_struct('replay_id', visible_replay_id, 'after_offset', CAST(NULL AS BIGINT), "
                  "'upto_offset', CAST(NULL AS BIGINT)))")
-        chain = (f"map_from_entries(transform(coalesce({ranges}, {whole}), r -> struct(r.replay_id, "
+        chosen = f"CASE WHEN try_element_at({ranges}, -1).replay_id = visible_replay_id THEN {ranges} ELSE {whole} END"
+        chain = (f"map_from_entries(transform({chosen}, r -> struct(r.replay_id, "
                  f"named_struct('after_offset', r.after_offset, 'upto_offset', r.upto_offset))))")
         return (f"(SELECT map_from_entries(collect_list(struct(cluster_id, {chain}))) "
                 f"FROM {self.table_ref(REPLAY_STATE)}{at} WHERE visible_replay_id IS NOT NULL)")

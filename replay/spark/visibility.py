@@ -39,15 +39,17 @@ Chain = tuple[Range, ...]
 
 
 def chain_of(state: Mapping[str, Any] | None) -> Chain:
-    """A `replay_state` row's chain: its `visible_ranges`, or the one replay it names (a row written before chains);
-    empty when it names none (rows written before replays were tagged: the untagged rows are seen)."""
-    if state is None:
+    """A `replay_state` row's chain: its `visible_ranges` when they end with the replay it names visible; else that
+    replay over everything (a row written before chains, or by a writer that knew only `visible_replay_id`); empty
+    when it names none (a first replay still running, or rows written before replays were tagged: the untagged rows
+    are seen)."""
+    shown = None if state is None else state.get("visible_replay_id")
+    if shown is None:
         return ()
-    ranges = state.get("visible_ranges")
-    if ranges:
+    ranges = state.get("visible_ranges") if state is not None else None
+    if ranges and ranges[-1]["replay_id"] == shown:
         return tuple((str(r["replay_id"]), r["after_offset"], r["upto_offset"]) for r in ranges)
-    shown = state.get("visible_replay_id")
-    return ((str(shown), None, None),) if shown is not None else ()
+    return ((str(shown), None, None),)
 
 
 def newest(chain: Chain) -> str | None:

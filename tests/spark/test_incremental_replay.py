@@ -56,6 +56,35 @@ def _by_cluster(rows: dict[str, list[Any]], clusters: list[str]) -> dict[str, di
     return out
 
 
+def assert_readers_agree(lake: Any, cluster: str, rows: dict[str, Counter[tuple[Any, ...]]]) -> None:
+    """The three ways of reading a cluster's visible rows give `rows` (`Lake.read`'s): SQL through `Lake.source`
+    (the chain from `replay_state` in the query, as an installed SQL function reads it), and delta-rs without Spark
+    (`lake_without_spark`); and the tables hold no row readers do not see (the replay removed them)."""
+    from pyspark.sql import functions as F
+
+    from replay.spark.lake_without_spark import LakeFiles
+    from replay.spark.tables import VISIBLE_SCHEMAS
+
+    for t in TABLES:
+        sql = lake.spark.sql(f"SELECT * FROM {lake.source(t)} WHERE cluster_id = '{cluster}'").collect()
+        assert Counter(tuple(r) for r in sql) == rows[t], t
+        assert lake.read_raw(t).where(F.col("cluster_id") == cluster).count() == sum(rows[t].values()), t
+    # the README's recipe for one's own SQL over the raw tables ("Readers see one finished replay")
+    ranges = ("coalesce(s.visible_ranges, array(named_struct('replay_id', s.visible_replay_id, 'after_offset', NULL, "
+              "'upto_offset', NULL)))")
+    own = lake.spark.sql(
+        f"SELECT t.* EXCEPT (replay_id) FROM {lake.table_ref('acl_events')} t JOIN {lake.table_ref('replay_state')} s "
+        f"ON t.cluster_id = s.cluster_id WHERE t.cluster_id = '{cluster}' AND exists({ranges}, r -> "
+        "r.replay_id = t.replay_id AND coalesce(t.offset > r.after_offset, TRUE) AND "
+        "coalesce(t.offset <= r.upto_offset, r.upto_offset IS NULL))").collect()
+    assert Counter(tuple(r) for r in own) == rows["acl_events"]
+    files = LakeFiles(lake.location)
+    cols = VISIBLE_SCHEMAS["acl_history"].fieldNames()
+    assert Counter(tuple(r[c] for c in cols) for r in files.history(cluster)) == rows["acl_history"]
+    cols = VISIBLE_SCHEMAS["acl_events"].fieldNames()
+    assert Counter(tuple(r[c] for c in cols) for r in files.changes_between(cluster)) == rows["acl_events"]
+
+
 def state(lake: Any, cluster: str) -> Any:
     from pyspark.sql import functions as F
 
@@ -168,21 +197,33 @@ def test_a_later_dump_resumes_from_the_last_snapshot(spark: Any, tmp_path: Path,
             s for s in snaps if cut is None or s <= cut), max_offset=cut))
         dumps.append(d)
     expected_resume = [None, snaps[0] - 1, snaps[1] - 1]
+    replays: list[str] = []
     for k, d in enumerate(dumps):
         ingest(spark, [d], cluster="c1", lake=lake, progress=False)
         counts = replay_lake(lake, ["c1"], progress=False)
         st_row = state(lake, "c1")
         assert (st_row.mode, st_row.status) == ("full" if k == 0 else "incremental", "done"), st_row.reason
+        replays.append(st_row.replay_id)
+        # the replay wrote only the rows past its resume point: the earlier replays' rows up to it stay in place,
+        # and readers see each replay over its range
+        bounds = [None, *expected_resume[1: k + 1], None]
+        assert [(r.replay_id, r.after_offset, r.upto_offset) for r in st_row.visible_ranges] == [
+            (replays[i], bounds[i], bounds[i + 1]) for i in range(k + 1)]
         if k:
             assert st_row.reason == "1 new ingest(s), all after it"
-            # the replay read only the rows after the resume point: its commit replaced events after it only
-            assert expected_resume[k] is not None
         rows = table_rows(lake, ["c1"])
         assert rows == full_replay_rows(lake, ["c1"])
-        # the counts it returns (counted as the rows were written) are the rows the tables hold for the cluster
+        assert_readers_agree(lake, "c1", rows["c1"])
+        if k == 1:
+            day2 = (rows, lake.history("replay_state", 1).first()["timestamp"])
+        # the counts it returns (counted as the rows were written, and those kept) are the rows the tables hold
         assert dict(counts) == {t: sum(rows["c1"][t].values()) for t in TABLES}
         compare(replay_paths(dumps[: k + 1]), lake, "c1")
     assert state(lake, "c1").resume_offset == snaps[2] - 1
+    # as of the second day's replay (time travel reads replay_state's chain as of then, too)
+    then = {t: Counter(tuple(r) for r in lake.read(t, timestamp=str(day2[1])).where(F.col("cluster_id") == "c1")
+                       .collect()) for t in TABLES}
+    assert then == day2[0]["c1"]
 
     versions = {t: lake.version(t) for t in TABLES}
     ingest(spark, [dumps[1]], cluster="c1", lake=lake, progress=False)  # nothing new
