@@ -18,8 +18,9 @@ bronze rows after `q` (Delta skips the files before), replays them with the rule
 and writes only them (`splice`), as a replay writes (beside the visible rows, then switched in `replay_state`:
 `replay.spark.replay`); the rows the visible replays wrote up to `q` stay in place, and readers see them through the
 cluster's chain of replays (`replay.spark.visibility`). Anything else (a first replay, a replay that did not finish,
-rows that arrived before `q`, a high watermark, a chain of `MAX_CHAIN` replays, `full=True`) is a full replay. Both give the same tables: `tests/spark/test_incremental_replay.py` holds them to each other and to
-the reference replayer.
+rows that arrived before `q`, a high watermark, a chain of `MAX_CHAIN` replays, `full=True`) is a full replay. Both
+give the same tables: `tests/spark/test_incremental_replay.py` holds them to each other and to the reference
+replayer.
 """
 
 from __future__ import annotations

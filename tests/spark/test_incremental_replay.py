@@ -275,3 +275,27 @@ def test_full_replay_on_request_and_with_a_high_watermark(spark: Any, tmp_path: 
     compare(replay_paths([d]), lake, "c1")
 
 
+
+
+def test_a_long_chain_of_resumed_replays_is_gathered_by_a_full_one(spark: Any) -> None:
+    """After `MAX_CHAIN` resumed replays in a row, the next is full: readers of a long chain read many small files."""
+    from replay.spark.resume import plan
+    from replay.spark.visibility import MAX_CHAIN, as_rows, full_chain, resumed_chain
+
+    records = spark.createDataFrame(
+        [("c1", "i2", "log", 50, None, 0, False)],
+        "cluster_id string, ingest_id string, stream string, offset long, snapshot_end_offset long, api_key int, "
+        "is_control boolean")
+    quarantine = spark.createDataFrame([], "cluster_id string, ingest_id string, offset long")
+    chain = full_chain("r0")
+    for k in range(1, MAX_CHAIN):
+        chain = resumed_chain(chain, f"r{k}", k)
+
+    def state(ranges: Any) -> dict[str, Any]:
+        return {"status": "done", "ingest_ids": [], "resume_offset": 20, "high_watermark": None,
+                "hole_since_marker": False, "visible_replay_id": ranges[-1][0], "visible_ranges": as_rows(ranges)}
+
+    shorter = plan(records, quarantine, {"c1": state(chain[:-1])}, ["c1"], None, False)["c1"]
+    assert (shorter.mode, shorter.reason) == ("incremental", "1 new ingest(s), all after it")
+    longest = plan(records, quarantine, {"c1": state(chain)}, ["c1"], None, False)["c1"]
+    assert longest.mode == "full" and longest.reason.startswith(f"{MAX_CHAIN} replays in a row resumed"), longest
