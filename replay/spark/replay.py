@@ -203,8 +203,8 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
 
     def drop(name: str) -> None:
         with step(lake.spark, "replay: drop the previous rows"):  # the tables are partitioned by replay: whole
-            for where in resume.unseen_predicates(name, shown, replaced):  # files, but for a range cut back
-                lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}")
+            where = resume.unseen_predicate(name, shown, replaced)  # files, but for a range cut back
+            lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}")
 
     counts = {name: observed(o) for name, o in observations.items()}
     written = None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}

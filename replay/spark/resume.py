@@ -368,20 +368,20 @@ def chains_after(plans: Mapping[str, Plan], shown: Mapping[str, Chain], replay_i
             for c, p in plans.items()}
 
 
-def unseen_predicates(name: str, before: Mapping[str, Chain], after: Mapping[str, Chain]) -> list[str]:
-    """What of table `name` readers no longer see once the chains are `after`, as DELETE predicates: the rows of
-    replays that left the chain (whole files), then the rows of replays whose range was cut back that lie past its
-    new end (by `visibility.ROW_KEYS`; whole files for `log_coverage`, whose rows have no key)."""
-    out = [others_predicate(after)] if after else []
+def unseen_predicate(name: str, before: Mapping[str, Chain], after: Mapping[str, Chain]) -> str:
+    """What of table `name` readers no longer see once the chains are `after`, as one DELETE predicate: the rows of
+    replays that left the chain, and the rows of replays whose range was cut back that lie past its new end (by
+    `visibility.ROW_KEYS`; `log_coverage`'s rows have no key, so the cut-back replay's go whole). Without a cut (a
+    full replay) it names partitions only, and Delta drops whole files without reading them; with one, Delta reads
+    the files that may hold such rows (the previous replay's, by their offset statistics) and writes back the rest
+    of them. One statement per table: each DELETE costs several Spark jobs before it reads anything."""
+    parts = [others_predicate(after)]
     key = ROW_KEYS[name]
-    cut = []
     for cluster, chain in after.items():
         for rid, end in cut_back(before.get(cluster, ()), chain):
             past = "" if key is None else f" AND ({key} IS NULL OR {key} > {int(end)})"
-            cut.append(f"(cluster_id = {sql_string(cluster)} AND {REPLAY_ID} = {sql_string(rid)}{past})")
-    if cut:
-        out.append(" OR ".join(cut))
-    return out
+            parts.append(f"(cluster_id = {sql_string(cluster)} AND {REPLAY_ID} = {sql_string(rid)}{past})")
+    return " OR ".join(parts)
 
 
 def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,

@@ -4,7 +4,7 @@ that apply it are held to each other over real resumed replays in `test_incremen
 
 from __future__ import annotations
 
-from replay.spark.resume import others_predicate, unseen_predicates
+from replay.spark.resume import others_predicate, unseen_predicate
 from replay.spark.visibility import chain_of, cut_back, full_chain, newest, resumed_chain
 
 
@@ -37,19 +37,17 @@ def test_state_rows_of_every_age_give_their_chain() -> None:
     assert chain_of({"visible_replay_id": None, "visible_ranges": ranges}) == ()
 
 
-def test_what_readers_no_longer_see_is_deleted_by_partition_where_it_can_be() -> None:
+def test_what_readers_no_longer_see_is_deleted_in_one_statement_by_partition_where_it_can_be() -> None:
     before = {"c1": (("r0", None, 10), ("r1", 10, None))}
     after = {"c1": resumed_chain(before["c1"], "r2", 30)}
-    events = unseen_predicates("acl_events", before, after)
-    assert events == [
-        "(cluster_id = 'c1' AND (replay_id IS NULL OR replay_id NOT IN ('r0', 'r1', 'r2')))",
-        "(cluster_id = 'c1' AND replay_id = 'r1' AND (offset IS NULL OR offset > 30))",
-    ]
-    assert unseen_predicates("acl_history", before, after)[1].endswith(
+    others = "(cluster_id = 'c1' AND (replay_id IS NULL OR replay_id NOT IN ('r0', 'r1', 'r2')))"
+    assert unseen_predicate("acl_events", before, after) == (
+        f"{others} OR (cluster_id = 'c1' AND replay_id = 'r1' AND (offset IS NULL OR offset > 30))")
+    assert unseen_predicate("acl_history", before, after).endswith(
         "AND (valid_to_offset IS NULL OR valid_to_offset > 30))")
     # coverage rows have no key: the cut-back replay's go whole
-    assert unseen_predicates("log_coverage", before, after)[1] == "(cluster_id = 'c1' AND replay_id = 'r1')"
+    assert unseen_predicate("log_coverage", before, after) == f"{others} OR (cluster_id = 'c1' AND replay_id = 'r1')"
     # a full replay: every other replay's rows, by partition only
-    assert unseen_predicates("acl_events", before, {"c1": full_chain("r2")}) == [
-        "(cluster_id = 'c1' AND (replay_id IS NULL OR replay_id NOT IN ('r2')))"]
+    assert unseen_predicate("acl_events", before, {"c1": full_chain("r2")}) == (
+        "(cluster_id = 'c1' AND (replay_id IS NULL OR replay_id NOT IN ('r2')))")
     assert others_predicate({"c2": ()}) == "(cluster_id = 'c2' AND (replay_id IS NOT NULL))"
