@@ -1,10 +1,12 @@
 """Replay a lake: bring the replay tables of some clusters up to date with their bronze rows, by the rules of
 `replay.spark.replay_rules`.
 
-Readers see one whole replay of each cluster at every moment: a replay writes its rows beside the visible ones and
-switches them in one `replay_state` commit (`_replay_planned`); other clusters' rows are untouched. A cluster replayed before
-resumes from its last settled snapshot when what arrived since lies after it (`replay.spark.resume`); else its
-history is recomputed from all its bronze rows (a new dump can add snapshots or copies that change earlier answers).
+Readers see one finished replay's history of each cluster at every moment: a replay writes its rows beside the
+visible ones and switches them in one `replay_state` commit (`_replay_planned`); other clusters' rows are untouched.
+A cluster replayed before resumes from its last settled snapshot when what arrived since lies after it
+(`replay.spark.resume`), and writes only what lies after it (the earlier rows stay, seen through the cluster's chain
+of replays: `replay.spark.visibility`); else its history is recomputed from all its bronze rows (a new dump can add
+snapshots or copies that change earlier answers).
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ def table_counts(lake: Lake, tables: list[str], clusters: list[str],
 def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans: dict[str, Any],
                     high_watermark: int | None, note: dict[str, Any] | None,
                     states: dict[str, dict[str, Any]]) -> tuple[dict[str, int] | None, list[Callable[[], None]]]:
-    """Replay the planned clusters. Readers see one whole replay of each cluster throughout: every table gets this
+    """Replay the planned clusters. Readers see one finished replay of each cluster throughout: every table gets this
     replay's rows beside the visible ones (one commit each, which also drops what a replay that died left), then
     one `replay_state` commit makes them the visible ones. Returns the rows written per table (None when Spark did
     not report them), and the deletes of the previous rows, one per table, for the caller to run: readers no longer
