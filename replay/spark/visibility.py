@@ -2,8 +2,8 @@
 
 Every replay tags the rows it writes with its id. A full replay's rows are all a cluster's history. A replay that
 resumes from the snapshot at offset `q` (`replay.spark.resume`) writes only what lies after `q` and leaves the rows
-the earlier replays wrote up to `q` where they are: rewriting them made every resumed replay cost as much as the
-whole history (the fleet's daily replay grew from 41 to 73 s in four days). So readers see, per cluster, a *chain*
+the earlier replays wrote up to `q` where they are: rewriting them made every resumed replay's writes grow with the
+whole history. So readers see, per cluster, a *chain*
 `((replay_id, after, upto), ...)`: a row of a replay in the chain is seen when its *key* lies in `(after, upto]`
 (None: unbounded). The key of a row is the offset that puts it on one side of a resume point (`ROW_KEYS`); a row
 without one lies after every offset, so only the newest replay's are seen (its range is open above).
