@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "replay.maven": 0,  # fetching jars; imports nothing of ours
     "replay.progress": 0,  # progress bars; imports nothing of ours
     "replay.spark.tables": 1,  # the lake: every table's schema, SQL quoting
+    "replay.spark.visibility": 1,  # which replays' rows readers see; imports nothing of ours
     "replay.spark.session": 1,  # a SparkSession with Delta
     "replay.spark.class_archive": 1,  # where the driver's class archive is, and the JVM options that map it
     "replay.spark.frames": 1,  # DataFrame helpers

@@ -56,6 +56,6 @@ def test_the_plan_gives_every_replay_the_span_of_offsets_it_reads(spark: Any) ->
     assert (first.resume_offset, first.span, first.ingest_ids) == (None, 800, ["i1", "i2"])
     assert (full.resume_offset, full.span) == (None, 800)
     state = {"status": "done", "ingest_ids": ["i1"], "resume_offset": 119, "high_watermark": None,
-             "hole_since_marker": False}
+             "hole_since_marker": False, "visible_replay_id": "r1"}
     resumed = plan(records, quarantine, {"a": state}, ["a"], None, False)["a"]
     assert (resumed.resume_offset, resumed.span) == (119, 781)
