@@ -81,10 +81,12 @@ def test_names_full_of_sql_go_through_as_data(spark: Any, tmp_path: Path, capsys
                      "10.0.0.1", "--operation", "READ", "--topic", RESOURCE, "--output", "json"], out) == 0
     assert json.loads(out.getvalue())["decision"] == "ALLOWED"
 
-    # a full replay replaces this cluster's rows (its replaceWhere predicate quotes the name): none doubled
+    # a full replay replaces this cluster's rows (the DELETE after its switch quotes the name): none doubled, none
+    # of the previous replay's left behind in the files
     history = sorted(r.acl_id for r in lake.read(ACL_HISTORY).collect())
     assert cli.main(["replay", "--lake", lake_dir, "--lake-cluster", CLUSTER, "--full"], io.StringIO()) == 0
     assert sorted(r.acl_id for r in lake.read(ACL_HISTORY).collect()) == history
+    assert sorted(r.acl_id for r in lake.read_raw(ACL_HISTORY).collect()) == history
 
     # every table is still there, holding this cluster's rows under its name as given
     assert lake.read(METADATA_RECORDS).where(F.col("cluster_id") == CLUSTER).count() == 3
