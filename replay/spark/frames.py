@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 
@@ -33,3 +34,15 @@ def filled(template: str, **fields: Column | str) -> Column:
     if not args:
         return F.lit("".join(parts))
     return F.format_string("".join(parts), *args)
+
+
+def observed(observation: Observation, metric: str = "rows") -> Any:
+    """An observed metric of an action that has run, or None when Spark has not reported it: never waits (the
+    classic `Observation.get` waits forever for an action that did not carry it)."""
+    try:
+        pending = getattr(observation, "_jo", None)
+        if pending is not None and not pending.future().isCompleted():
+            return None
+        return observation.get.get(metric)
+    except Exception:  # e.g. Spark Connect without the metrics: the caller counts instead
+        return None

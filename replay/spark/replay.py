@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from replay.kafka.dump import ProblemSummary
 from replay.kafka.model import UnknownClusterError
 from replay.spark import feed, findings, resume
+from replay.spark.frames import observed
 from replay.spark.queries import named_clusters
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
@@ -213,18 +214,6 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
     counts = {name: observed(o) for name, o in observations.items()}
     written = None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}
     return written, [functools.partial(drop, name) for name in frames] if replaced else []
-
-
-def observed(observation: Observation, metric: str = "rows") -> Any:
-    """An observed metric of an action that has run, or None when Spark has not reported it: never waits (the
-    classic `Observation.get` waits forever for an action that did not carry it)."""
-    try:
-        pending = getattr(observation, "_jo", None)
-        if pending is not None and not pending.future().isCompleted():
-            return None
-        return observation.get.get(metric)
-    except Exception:  # e.g. Spark Connect without the metrics: the caller counts instead
-        return None
 
 
 def at_once(tasks: list[Callable[[], None]]) -> None:

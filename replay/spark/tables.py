@@ -413,6 +413,7 @@ _IDENT = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _CATALOG_SCHEMA_RE = re.compile(rf"^{_IDENT}\.{_IDENT}$")
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _COMMIT_FILE_RE = re.compile(r"^\d{20}\.(json|checkpoint(\..+)?\.parquet)$")
+_COMMIT_JSON_RE = re.compile(r"^\d{20}\.json$")  # not a compacted range (`<from>.<to>.compacted.json`)
 
 
 def has_commit(log_dir: str) -> bool:
@@ -431,7 +432,7 @@ def newest_commit(log_dir: str) -> str | None:
     file, so a reader that sees the same name again knows the table has not changed."""
     try:
         with os.scandir(log_dir) as entries:
-            return max((e.name for e in entries if e.name.endswith(".json")), default=None)
+            return max((e.name for e in entries if _COMMIT_JSON_RE.match(e.name)), default=None)
     except OSError:
         return None
 
@@ -610,7 +611,13 @@ class Lake:
         return self.version(name) is not None
 
     def version(self, name: str) -> int | None:
-        """The table's latest version, or None when it does not exist."""
+        """The table's latest version, or None when it does not exist. A local directory's is its newest commit
+        file's number, read without Spark (`DESCRIBE HISTORY` costs about 0.25 s a table)."""
+        path = self.table_path(name)
+        if path is not None and not _URI_RE.match(path):
+            newest = newest_commit(os.path.join(path, "_delta_log"))
+            if newest is not None:
+                return int(newest.split(".")[0])
         try:
             row = self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)} LIMIT 1").select("version").first()
         except Exception as e:

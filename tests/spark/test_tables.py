@@ -18,6 +18,7 @@ from replay.spark.tables import (
     ddl_columns,
     has_commit,
     is_catalog_location,
+    newest_commit,
 )
 
 
@@ -62,6 +63,19 @@ def test_a_table_exists_once_its_log_holds_a_commit(tmp_path: Any) -> None:
     only_checkpoint.mkdir(parents=True)
     (only_checkpoint / "00000000000000000010.checkpoint.parquet").write_bytes(b"")
     assert has_commit(str(only_checkpoint))
+
+
+def test_the_newest_commit_is_the_highest_numbered_commit_file(tmp_path: Any) -> None:
+    """`Lake.version` of a local table reads it here, without Spark: a commit being written, a compacted range of
+    commits and a checksum are not commits."""
+    log = tmp_path / "_delta_log"
+    assert newest_commit(str(log)) is None
+    log.mkdir()
+    for name in ["00000000000000000000.json", "00000000000000000001.json", "00000000000000000001.crc",
+                 "00000000000000000000.00000000000000000001.compacted.json", ".00000000000000000002.json.9a.tmp",
+                 "_last_checkpoint"]:
+        (log / name).write_text("{}")
+    assert newest_commit(str(log)) == "00000000000000000001.json"
 
 
 def test_ddl_columns() -> None:
