@@ -338,6 +338,21 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
         F.when(~F.col("has_header"), F.array(F.lit("snapshot_no_header"))).otherwise(none),
         F.when(~F.col("has_footer"), F.array(F.lit("snapshot_no_footer"))).otherwise(none))))
     copies = found.withColumn("problems", problems)
+    at = F.col("snap_end") - 1
+    anomalies = (
+        _anomaly(copies.where(~F.col("has_header") & ~F.array_contains("_found", "snapshot_no_header")),
+                 ProblemKind.SNAPSHOT_NO_HEADER, at, "source_file", F.lit(0),
+                 filled(msg.SNAPSHOT_NO_HEADER))
+        .unionByName(_anomaly(copies.where(~F.col("has_footer") & ~F.array_contains("_found", "snapshot_no_footer")),
+                              ProblemKind.SNAPSHOT_NO_FOOTER, at, "source_file", None,
+                              filled(msg.SNAPSHOT_NO_FOOTER)))
+        .unionByName(_anomaly(copies.where(F.size("problems") > 0), ProblemKind.SNAPSHOT_NOT_LOADED, at,
+                              "source_file", None,
+                              filled(msg.SNAPSHOT_NOT_LOADED, end_offset="snap_end", epoch="epoch",
+                                     kinds=F.array_join("problems", ", "))))
+    )
+    loadable = copies.where(F.size("problems") == 0).select(*_COPY, "source_file", "text_section", "snap_end",
+                                                             "epoch", "snap_time")
     acl = snap.where((F.col("api_key") == ACL_ENTRY) & ~F.col("is_control") & F.col("acl_id").isNotNull()
                      & F.col("decode_error").isNull())
     last_per_id = Window.partitionBy(*_COPY, "acl_id").orderBy(F.col("file_position").desc(),
@@ -347,33 +362,16 @@ def snapshots(records: DataFrame, quarantine: DataFrame, high_watermark: int | N
     fingerprint = (acl.groupBy(*_COPY).agg(F.sha2(F.array_join(F.array_sort(F.collect_list(
         F.concat_ws("\u0002", "acl_id", _binding_key()))), "\u0003"), 256).alias("_fp")))
     rank = Window.partitionBy("cluster_id", "snap_end").orderBy(F.col("epoch").desc(), "source_file", "copy")
-    loadable = F.size("problems") == 0
-    ranked = (copies.where(loadable).join(fingerprint, _COPY, "left")
+    ranked = (loadable.join(fingerprint, _COPY, "left")
               .withColumn("_fp", F.coalesce("_fp", F.lit("")))
               .select("*", F.row_number().over(rank).alias("_rank"), F.first("_fp").over(rank).alias("_w_fp"),
                       F.first("epoch").over(rank).alias("_w_epoch"), F.first("source_file").over(rank).alias("_w_src")))
-    # every copy, ranked where loadable, kept (a few rows): the anomalies below read it instead of the bronze rows,
-    # which the replay's write of `anomalies` would otherwise scan and group again
-    copies = keep(ranked.unionByName(copies.where(~loadable), allowMissingColumns=True), "snapshot_copies")
-    at = F.col("snap_end") - 1
-    anomalies = (
-        _anomaly(copies.where(~F.col("has_header") & ~F.array_contains("_found", "snapshot_no_header")),
-                 ProblemKind.SNAPSHOT_NO_HEADER, at, "source_file", F.lit(0),
-                 filled(msg.SNAPSHOT_NO_HEADER))
-        .unionByName(_anomaly(copies.where(~F.col("has_footer") & ~F.array_contains("_found", "snapshot_no_footer")),
-                              ProblemKind.SNAPSHOT_NO_FOOTER, at, "source_file", None,
-                              filled(msg.SNAPSHOT_NO_FOOTER)))
-        .unionByName(_anomaly(copies.where(~loadable), ProblemKind.SNAPSHOT_NOT_LOADED, at,
-                              "source_file", None,
-                              filled(msg.SNAPSHOT_NOT_LOADED, end_offset="snap_end", epoch="epoch",
-                                     kinds=F.array_join("problems", ", "))))
-        .unionByName(_anomaly(
-            copies.where((F.col("_rank") > 1) & (F.col("_fp") != F.col("_w_fp"))), ProblemKind.DIVERGENCE, at,
-            "source_file", None,
-            filled(msg.SNAPSHOTS_DIFFER, end_offset="snap_end", winner_epoch="_w_epoch", winner_source="_w_src")))
-    )
+    anomalies = anomalies.unionByName(_anomaly(
+        ranked.where((F.col("_rank") > 1) & (F.col("_fp") != F.col("_w_fp"))), ProblemKind.DIVERGENCE, at,
+        "source_file", None,
+        filled(msg.SNAPSHOTS_DIFFER, end_offset="snap_end", winner_epoch="_w_epoch", winner_source="_w_src")))
     order = Window.partitionBy("cluster_id").orderBy("snap_end")
-    snaps = keep(copies.where("_rank = 1").select(*_COPY, "source_file", "snap_end", "epoch", "snap_time")
+    snaps = keep(ranked.where("_rank = 1").select(*_COPY, "source_file", "snap_end", "epoch", "snap_time")
                  .withColumn("idx", F.row_number().over(order)).withColumn("q", F.col("snap_end") - 1), "snapshots")
     snap_acls = acl.join(snaps.select(*_COPY, "idx"), _COPY).select("cluster_id", "idx", "acl_id", *_ACL_FIELDS)
     return snaps, snap_acls, anomalies
