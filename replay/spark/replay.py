@@ -160,8 +160,8 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
     readers no longer see, one per table, for the caller to run while the feed is written: the previous replay's,
     and those of a replay that died before its switch (it left its cluster a `running` state, so the cluster is in
     `states`). An append, not a `replaceWhere` of those rows in the same commit: measured, Delta then finds the
-    files to replace before writing (3-4 Spark jobs), about 0.5 s more per table on a warm session and 1-2.5 s on a
-    new one, on the replay's critical path; the DELETE after the switch pays that beside the feed."""
+    files to replace before writing (3-4 Spark jobs), about 0.5 s more per table on a warm session and 0.7-2.7 s on
+    a new one, on the replay's critical path; the DELETE after the switch pays that beside the feed."""
     names = list(plans)
     replay_id = resume.new_replay_id()
     shown = {c: chain_of(states.get(c)) for c in names}
