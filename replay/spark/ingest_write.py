@@ -283,8 +283,8 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows],
         source = records_source(rows_of([p.cluster for p in appended]), appended, drop,
                                 unique=all(p.unique for p in appended))
         counts = Observation(f"rows of {METADATA_RECORDS}")
-        source = source.observe(counts, *[F.sum(F.when(F.col("cluster_id") == p.cluster, 1).otherwise(0))
-                                          .alias(f"c{i}") for i, p in enumerate(appended)])
+        source = source.observe(counts, *[F.count_if(F.col("cluster_id") == p.cluster).alias(f"c{i}")
+                                          for i, p in enumerate(appended)])
         try:
             lake.write(METADATA_RECORDS, source, metadata,
                        replace_where=" OR ".join(f"({regions[p.cluster]})" for p in appended),
