@@ -73,9 +73,12 @@ def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = No
         with safe_unions(lake.spark):
             written, cleanup = _replay_planned(lake, records, quarantine, todo, high_watermark, note, states)
 
+    shown_before = {c: (states.get(c) or {}).get("visible_replay_id") for c in clusters}
+    replayed = {c: p.resume_offset for c, p in todo.items()}
+
     def fed() -> None:
         with step(lake.spark, "replay: feed"):  # after the switch, and for every cluster: a replay that died after
-            feed.append_feed(lake, clusters)      # its switch left its changes unfed, and this one feeds them
+            feed.append_feed(lake, clusters, shown_before, replayed)  # its switch left its changes unfed: fed now
 
     at_once([fed, *cleanup])  # the feed reads the visible rows, the cleanup removes the others: no conflict
     unchanged = [c for c in clusters if c not in todo]

@@ -437,6 +437,27 @@ def newest_commit(log_dir: str) -> str | None:
         return None
 
 
+def _local_commit_metadata(log_dir: str, limit: int) -> list[str | None]:
+    """The userMetadata of the newest `limit` commits of a local Delta log directory, newest first: each commit file's
+    `commitInfo` action (a commit without one, or whose file is gone, gives None)."""
+    try:
+        with os.scandir(log_dir) as entries:
+            names = sorted((e.name for e in entries if _COMMIT_JSON_RE.match(e.name)), reverse=True)[:limit]
+    except OSError:
+        return []
+    found: list[str | None] = []
+    for name in names:
+        meta = None
+        with contextlib.suppress(OSError, ValueError), open(os.path.join(log_dir, name), encoding="utf-8") as f:
+            for line in f:
+                info = json.loads(line).get("commitInfo")
+                if info is not None:
+                    meta = info.get("userMetadata")
+                    break
+        found.append(meta)
+    return found
+
+
 def quote_ident(name: str) -> str:
     """One SQL identifier in backticks (an identifier already in backticks is kept)."""
     if len(name) >= 2 and name.startswith("`") and name.endswith("`"):
@@ -625,6 +646,17 @@ class Lake:
                 return None
             raise
         return None if row is None else int(row[0])
+
+    def commit_metadata(self, name: str, limit: int) -> list[str | None]:
+        """The userMetadata of the table's newest `limit` commits, newest first (None: a commit without). A local
+        directory's are read from its Delta log without Spark; elsewhere from `DESCRIBE HISTORY`."""
+        path = self.table_path(name)
+        if path is not None and not _URI_RE.match(path):
+            return _local_commit_metadata(os.path.join(path, "_delta_log"), limit)
+        if not self.exists(name):
+            return []
+        rows = self.history(name, limit).select("userMetadata").collect()
+        return [r[0] for r in rows]
 
     def history(self, name: str, limit: int | None = None) -> DataFrame:
         """`DESCRIBE HISTORY` of the table, newest first."""

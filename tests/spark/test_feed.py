@@ -102,3 +102,85 @@ def test_a_stream_of_the_feed_sees_each_change_once_across_ingests_and_replays(s
     assert sum(len(rows) for rows in seen) == fed
     operations = {r["operation"] for r in lake.history(ACL_EVENT_FEED).collect()}
     assert operations <= {"CREATE TABLE", "WRITE"}, operations
+
+
+@pytest.mark.slow  # minutes of Spark: CI runs it, `make test-fast` does not
+def test_a_resumed_replay_feeds_only_what_it_may_have_changed(spark: Any, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Days of a log with snapshots, so later replays resume: a replay whose cluster's feed matched what readers saw
+    compares only the changes after its resume point, and none when it replayed nothing; a replay that died before
+    feeding (its rows visible, the feed not appended) leaves no such record, so the next replay compares every
+    change. After each replay the feed's published changes are exactly the visible ones."""
+    from pyspark.sql import functions as F
+
+    from replay.spark import feed
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import ACL_EVENT_FEED, REPLAY_STATE, Lake
+
+    log = synth.generate(7, n_batches=60)
+    snaps = synth.quiet_snapshot_ends(log, [log.end_offset * k // 5 for k in range(1, 5)])
+    assert len(snaps) == 4
+    lake = Lake(spark, str(tmp_path / "lake"))
+    compared: list[dict[str, int | None]] = []
+    feed_rows = feed.feed_rows
+
+    def spied(lake_: Any, bounds: Any, visible: Any) -> Any:
+        compared.append(dict(bounds))
+        return feed_rows(lake_, bounds, visible)
+
+    monkeypatch.setattr(feed, "feed_rows", spied)
+
+    def published() -> Counter[tuple[Any, ...]]:
+        net = Counter[tuple[Any, ...]]()
+        for r in lake.read(ACL_EVENT_FEED).where(F.col("cluster_id") == "c1").collect():
+            net[tuple(r[c] for c in IDENTITY)] += 1 if r["action"] == "PUBLISH" else -1
+        assert all(n in (0, 1) for n in net.values()), "a change was published twice or retracted unpublished"
+        return +net
+
+    def visible() -> Counter[tuple[Any, ...]]:
+        return Counter(tuple(r) for r in lake.read("acl_events").where(F.col("cluster_id") == "c1")
+                       .select(*IDENTITY).collect())
+
+    def day(k: int, cut: int | None) -> tuple[str, int | None]:
+        """Ingest the dump of day `k` and replay: (the replay's mode, where it resumed)."""
+        d = str(tmp_path / f"day{k}")
+        synth.write_dump(log, d, synth.Layout(segment_every=10, snapshot_at=tuple(
+            s for s in snaps if cut is None or s <= cut), max_offset=cut))
+        ingest(spark, [d], cluster="c1", lake=lake, progress=False)
+        before = {r["replay_id"] for r in lake.read(REPLAY_STATE).collect()} if lake.exists(REPLAY_STATE) else set()
+        replay_lake(lake, ["c1"], progress=False)
+        row = lake.read(REPLAY_STATE).where(F.col("cluster_id") == "c1").first()
+        assert row is not None and row.status == "done"
+        resumed_at = row.visible_ranges[-1]["after_offset"] if row.mode == "incremental" else None
+        assert row.replay_id not in before
+        return row.mode, resumed_at
+
+    assert day(0, snaps[0] + 3) == ("full", None)
+    assert compared.pop() == {"c1": None}  # nothing fed yet: every change
+    mode, at = day(1, snaps[1] + 3)
+    assert mode == "incremental" and at is not None
+    assert compared.pop() == {"c1": at}  # the feed matched the first replay: only what lies after the resume point
+    assert published() == visible()
+
+    # the next replay dies after its switch, before the feed is appended
+    def dead(*args: Any) -> Any:
+        raise RuntimeError("killed before feeding")
+
+    monkeypatch.setattr(feed, "feed_rows", dead)
+    with pytest.raises(RuntimeError, match="killed before feeding"):
+        day(2, snaps[2] + 3)
+    assert published() != visible()
+    monkeypatch.setattr(feed, "feed_rows", spied)
+
+    mode, at = day(3, None)
+    assert mode == "incremental" and at is not None
+    assert compared.pop() == {"c1": None}  # the feed matched an earlier replay than readers saw: every change
+    assert published() == visible()
+
+    # nothing new: the cluster is not replayed, and the feed, which matched it, compares nothing
+    versions = lake.history(ACL_EVENT_FEED).count()
+    replay_lake(lake, ["c1"], progress=False)
+    assert compared == []
+    assert lake.history(ACL_EVENT_FEED).count() == versions
+    assert published() == visible()
