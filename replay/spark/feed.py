@@ -112,18 +112,16 @@ def matched_replays(lake: Lake) -> dict[str, str]:
     return found
 
 
-def append_feed(lake: Lake, clusters: list[str], shown_before: Mapping[str, str | None] | None = None,
-                replayed: Mapping[str, int | None] | None = None) -> None:
+def append_feed(lake: Lake, clusters: list[str], shown_before: Mapping[str, str | None],
+                replayed: Mapping[str, int | None]) -> None:
     """Bring `acl_event_feed` up to date with the visible `acl_events` of `clusters` (see the module docstring).
 
-    `shown_before` and `replayed` say what this replay changed (`feed_bounds`); without them every change of the
-    clusters is compared. A plain append (Delta checks no conflict for it, so replays of other clusters can feed at
+    `shown_before` and `replayed` say what this replay changed (`feed_bounds`). A plain append (Delta checks no conflict for it, so replays of other clusters can feed at
     the same time). A replay that changed nothing leaves no commit: Delta records no commit for an append without
     rows (its `skipRecordingEmptyCommits`, on by default), so the rows are computed once, by the write (asking first
     whether there are any computed them twice: 1-1.5 s of every replay)."""
     lake.ensure(ACL_EVENT_FEED)
-    matched = matched_replays(lake) if shown_before is not None else {}
-    bounds = feed_bounds(clusters, matched, shown_before or {}, replayed or {})
+    bounds = feed_bounds(clusters, matched_replays(lake), shown_before, replayed)
     visible = lake.visible_replays()
     meta = json.dumps({"operation": "feed", "clusters": clusters,
                        "fed": {c: visible[c] for c in clusters if visible.get(c) is not None}})
