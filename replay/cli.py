@@ -502,8 +502,13 @@ def cmd_replay(args: argparse.Namespace, out: TextIO) -> int:
 def _replay(lake: Lake, cluster: str, high_watermark: int | None, full: bool = False,
             progress: bool = True) -> tuple[dict[str, int], ProblemSummary]:
     from replay.spark.replay import replay_lake
+    from replay.spark.resume import ReplayOvertakenError
 
-    counts = replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress)
+    try:
+        counts = replay_lake(lake, [cluster], high_watermark=high_watermark, full=full, progress=progress)
+    except ReplayOvertakenError as err:  # another replay of the cluster ran at once and is the one shown
+        print(f"kraft-replay: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_FAILED) from None
     return dict(counts), counts.findings()
 
 

@@ -15,8 +15,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,10 +26,10 @@ from pyspark.sql.window import Window
 from replay.spark.frames import join_null_safe, observed
 from replay.spark.ingest_report import IngestReport
 from replay.spark.ingest_summary import COPY_KEY, SNAPSHOT_ID, Copy, copies_to_drop
+from replay.spark.merge import MERGE_ATTEMPTS, is_conflict, merge
 from replay.spark.session import CONCURRENT_WRITERS, NO_DICTIONARY
 from replay.spark.tables import METADATA_RECORDS, QUARANTINE, SCHEMAS, Lake, sql_string
 
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 MAX_NAMED_FILES = 200  # files named in a commit's userMetadata (the count is always there)
 
 # The key of a metadata_records row: `stream` is log, snapshot or bootstrap, `content_hash` the hash of offset, key
@@ -77,53 +75,12 @@ def _user_metadata(reports: Sequence[IngestReport], table: str, rows: dict[str, 
     return json.dumps(doc, separators=(",", ":"))
 
 
-MERGE_ATTEMPTS = 5
-
-
-def _is_conflict(error: Exception) -> bool:
-    """A Delta optimistic-concurrency conflict (another writer committed first): safe to retry an idempotent MERGE."""
-    text = f"{type(error).__name__}: {error}"
-    return "Concurrent" in text or "DELTA_CONCURRENT" in text or "MetadataChanged" in text
-
-
 def insert_new(spark: SparkSession, lake: Lake, table: str, source: DataFrame, condition: str, metadata: str) -> int:
     """Insert the source rows the table does not match; return how many were inserted (0: Delta made no commit).
-
-    The commit's userMetadata comes from the session conf (SQL MERGE has no writer option); `ingest` runs in a
-    session of its own so that concurrent ingests never see each other's value. A conflict with a concurrent writer
-    (another ingest of the same cluster) is retried: the MERGE is idempotent.
-    """
-    view = f"kraft_ingest_src_{uuid.uuid4().hex}"
-    source.createOrReplaceTempView(view)
-    try:
-        previous = spark.conf.get(USER_METADATA_CONF, None)
-    except Exception:
-        previous = None
-    try:
-        spark.conf.set(USER_METADATA_CONF, metadata)
-    except Exception as e:  # a platform that forbids the conf: write without userMetadata rather than not at all
-        log.warning("cannot set %s (%s); the commit will carry no userMetadata", USER_METADATA_CONF, e)
-    sql = f"MERGE INTO {lake.table_ref(table)} AS t USING {view} AS s ON {condition} WHEN NOT MATCHED THEN INSERT *"
-    try:
-        for attempt in range(1, MERGE_ATTEMPTS + 1):
-            try:
-                result = spark.sql(sql).collect()
-                break
-            except Exception as e:
-                if attempt == MERGE_ATTEMPTS or not _is_conflict(e):
-                    raise
-                log.info("MERGE into %s conflicted with a concurrent commit (attempt %d); retrying", table, attempt)
-                time.sleep(0.5 * attempt)
-    finally:
-        with contextlib.suppress(Exception):
-            if previous is None:
-                spark.conf.unset(USER_METADATA_CONF)
-            else:
-                spark.conf.set(USER_METADATA_CONF, previous)
-        spark.catalog.dropTempView(view)
-    if not result:
-        return 0
-    row = result[0].asDict()
+    `ingest` runs in a session of its own (the commit's userMetadata is a session conf: `replay.spark.merge`), so
+    concurrent ingests never see each other's value; a conflict with another ingest of the same cluster is retried
+    (the MERGE is idempotent)."""
+    row = merge(spark, lake, table, source, condition, "WHEN NOT MATCHED THEN INSERT *", metadata)
     return int(row.get("num_inserted_rows") or row.get("num_affected_rows") or 0)
 
 
@@ -290,7 +247,7 @@ def write_records(spark: SparkSession, lake: Lake, parts: Sequence[ClusterRows],
                        replace_where=" OR ".join(f"({regions[p.cluster]})" for p in appended),
                        max_rows_per_file=ROWS_PER_FILE if all(p.unique for p in appended) else None)
         except Exception as e:
-            if not _is_conflict(e):
+            if not is_conflict(e):
                 raise
             log.info("the append into %s conflicted with a concurrent commit (attempt %d); looking again",
                      METADATA_RECORDS, attempt)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -24,12 +25,15 @@ from replay.kafka.dump import ProblemSummary
 from replay.kafka.model import UnknownClusterError
 from replay.spark import feed, findings, resume
 from replay.spark.frames import observed
+from replay.spark.merge import again_on_conflict
 from replay.spark.queries import named_clusters
 from replay.spark.replay_rules import replay_records
 from replay.spark.session import safe_unions, step
 from replay.spark.staging import Stages
-from replay.spark.tables import LOG_SOURCE_KIND, REPLAY_ID, REPLAY_SCHEMAS, Lake
+from replay.spark.tables import LOG_SOURCE_KIND, REPLAY_ID, REPLAY_SCHEMAS, Lake, sql_string
 from replay.spark.visibility import ROW_KEYS, chain_of
+
+log = logging.getLogger("replay.spark.replay")
 
 
 def replay_lake(lake: Lake, clusters: list[str], high_watermark: int | None = None,
@@ -205,18 +209,36 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
         at_once([resume_points, *[functools.partial(write, name) for name in frames]])  # none seen until the switch
         chains = resume.chains_after(plans, shown, replay_id)
         with step(lake.spark, "replay: state"):
-            resume.write_states(lake, plans, replay_id, "done", high_watermark, chains, found["points"],
-                                found["last"])
+            try:
+                resume.write_states(lake, plans, replay_id, "done", high_watermark, chains, found["points"],
+                                    found["last"])
+            except resume.ReplayOvertakenError:
+                at_once([functools.partial(_remove_own, lake, name, names, replay_id) for name in frames])
+                raise
     replaced = {c: chains[c] for c in names if c in states}  # clusters that had rows of an earlier replay
 
     def drop(name: str) -> None:
         with step(lake.spark, "replay: drop the previous rows"):  # the tables are partitioned by replay: whole
-            where = resume.unseen_predicate(name, shown, replaced)  # files, but for a range cut back
-            lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}")
+            where = resume.unseen_predicate(name, shown, replaced)  # files, but for a range cut back; again when
+            again_on_conflict(lambda: lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}"),
+                              f"DELETE from {name}")  # an overtaken replay of the cluster still writes its rows
 
     counts = {name: observed(o) for name, o in observations.items()}
     written = None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}
     return written, [functools.partial(drop, name) for name in frames] if replaced else []
+
+
+def _remove_own(lake: Lake, name: str, clusters: list[str], replay_id: str) -> None:
+    """Remove the rows an overtaken replay wrote (no reader ever saw them). Best effort: what is left, the next
+    replay of the cluster removes (`resume.others_predicate`)."""
+    where = f"cluster_id IN ({', '.join(map(sql_string, clusters))}) AND {REPLAY_ID} = {sql_string(replay_id)}"
+    with step(lake.spark, "replay: remove an overtaken replay's rows"):
+        try:
+            again_on_conflict(lambda: lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}"),
+                              f"DELETE from {name}")
+        except Exception as e:
+            log.warning("could not remove the rows replay %s wrote to %s (%s); the next replay of %s removes them",
+                        replay_id, name, e, ", ".join(clusters))
 
 
 def at_once(tasks: list[Callable[[], None]]) -> None:

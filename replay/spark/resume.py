@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -38,6 +40,8 @@ from pyspark.sql import types as T
 from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
+from replay.spark import staging
+from replay.spark.merge import merge
 from replay.spark.ordered import with_missing
 from replay.spark.replay_rules import TXN_ROWS
 from replay.spark.tables import (
@@ -353,10 +357,16 @@ def clusters_predicate(plans: dict[str, Plan]) -> str:
 
 def others_predicate(keep: Mapping[str, Chain]) -> str:
     """Rows of these clusters that no replay of the chain `keep` names for each wrote (an empty chain: every
-    tagged row). Partition columns only, so Delta drops whole files without reading them."""
+    tagged row), but for those of replays started after the chain's newest (by their ids' start times): another
+    replay of the cluster that began after this one switched is that one's to keep or remove. Partition columns only,
+    so Delta drops whole files without reading them."""
     def one(cluster: str, chain: Chain) -> str:
         names = ", ".join(sql_string(r) for r in ids(chain))
         other = f"{REPLAY_ID} IS NULL OR {REPLAY_ID} NOT IN ({names})" if names else f"{REPLAY_ID} IS NOT NULL"
+        own = newest(chain)
+        if own is not None and staging.started_at(own) is not None:  # not the rows of a replay started after it
+            other = (f"{REPLAY_ID} IS NULL OR ({REPLAY_ID} NOT IN ({names}) AND NOT ({REPLAY_ID} > {sql_string(own)} "
+                     f"AND {REPLAY_ID} RLIKE {sql_string(staging.ID_TIME_PATTERN)}))")
         return f"(cluster_id = {sql_string(cluster)} AND ({other}))"
     return " OR ".join(one(c, chain) for c, chain in keep.items())
 
@@ -384,13 +394,26 @@ def unseen_predicate(name: str, before: Mapping[str, Chain], after: Mapping[str,
     return " OR ".join(parts)
 
 
+class ReplayOvertakenError(RuntimeError):
+    """Another replay of the cluster marked it `running` after this one did: that one is the replay the lake shows
+    once it ends (a replay cannot tell a dead replay's `running` row from a live one's, so the later one goes on)."""
+
+
+_OVERTAKEN = "kraft-replay overtaken:"
+
+
 def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
                  visible: Mapping[str, Chain], points: dict[str, dict[str, Any]] | None = None,
                  last: dict[str, int] | None = None) -> None:
-    """One commit to `replay_state` replacing these clusters' rows: status `running` before the tables are written,
-    `done` with the resume point after (a replay that dies between leaves `running`, and the next one is full).
-    `visible` is each cluster's chain of replays readers see: the previous one while running, the one that ends
-    with this replay when done."""
+    """One commit to `replay_state` for these clusters: status `running` before the tables are written (replacing
+    their rows), `done` with the resume point after (a replay that dies between leaves `running`, and the next one
+    is full). `visible` is each cluster's chain of replays readers see: the previous one while running, the one that
+    ends with this replay when done.
+
+    The `done` commit is the switch, and switches only if every cluster's row is still this replay's `running` one:
+    a MERGE that fails whole (`raise_error`) otherwise, and runs again when another writer of those rows commits
+    while it runs (it then reads that commit), so two replays of a cluster at once never both switch: the one that
+    marked it running last does, the other raises `ReplayOvertakenError`."""
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     rows = []
     for p in plans.values():
@@ -401,8 +424,37 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
                      "visible_ranges": as_rows(visible.get(p.cluster, ())) or None,
                      "last_offset": (last or {}).get(p.cluster), **{k: point.get(k) for k in _RESUME_FIELDS}})
     df = lake.spark.createDataFrame(rows, STATE_SCHEMA)
-    lake.write(REPLAY_STATE, df, f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}',
-               replace_where=clusters_predicate(plans))
+    meta = f'{{"operation": "replay {status}", "replay_id": "{replay_id}"}}'
+    if status != "done":
+        lake.write(REPLAY_STATE, df, meta, replace_where=clusters_predicate(plans))
+        return
+    names = ", ".join(sql_string(c) for c in plans)
+
+    def fail(side: str) -> str:
+        who = f"to_json(named_struct('cluster', {side}.cluster_id, 'replay_id', {side}.replay_id))"
+        return f"CAST(raise_error(concat({sql_string(_OVERTAKEN)}, ' ', {who})) AS STRING)"
+
+    try:
+        merge(lake.spark, lake, REPLAY_STATE, df, f"t.cluster_id = s.cluster_id AND t.cluster_id IN ({names})",
+              f"WHEN MATCHED AND t.replay_id = s.replay_id AND t.status = 'running' THEN UPDATE SET * "
+              f"WHEN MATCHED THEN UPDATE SET t.status = {fail('t')} "
+              f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({fail('s')})", meta)
+    except Exception as e:
+        found = re.search(re.escape(_OVERTAKEN) + r" (\{.*?\})", str(e))
+        if found is None:
+            raise
+        raise overtaken(replay_id, json.loads(found.group(1))) from None
+
+
+def overtaken(replay_id: str, row: Mapping[str, Any]) -> ReplayOvertakenError:
+    """The error of a replay whose switch found its cluster's `replay_state` row another replay's (or none)."""
+    other = row.get("replay_id")
+    by = f"replay {other} marked it running after this one did" if other else "its replay_state row is gone"
+    return ReplayOvertakenError(
+        f"replay {replay_id} of cluster {row.get('cluster')!r} was overtaken: {by}, so that replay is the one the "
+        f"lake shows (once it ends). This one made no switch and readers never saw its rows; they are removed. "
+        f"Run one replay of a cluster at a time (a scheduled job, `watch` and a replay by hand each replay what they "
+        f"ingest); if the other replay failed, run `kraft-replay replay` again")
 
 
 def new_replay_id() -> str:

@@ -28,7 +28,9 @@ from replay.spark.tables import Lake, quote_ident
 log = logging.getLogger("replay.spark.staging")
 
 _URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
-_ID_TIME_RE = re.compile(r"^(\d{8}t\d{6})_[0-9a-f]+$")
+# a replay id with its start time, for Python and for SQL (RLIKE)
+ID_TIME_PATTERN = "^([0-9]{8}t[0-9]{6})_[0-9a-f]+$"
+_ID_TIME_RE = re.compile(ID_TIME_PATTERN)
 STALE_AFTER = datetime.timedelta(hours=24)  # far longer than any replay runs
 
 

@@ -5,6 +5,7 @@ functions) give exactly the last finished replay; the next replay leaves only it
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,78 @@ def test_replay_tables_an_older_version_wrote_are_partitioned_by_replay_once(spa
         ops = [(r["operation"], json.loads(r["userMetadata"] or "{}").get("operation"))
                for r in older.history(t, 4).collect()]
         assert ops[0][0] == "DELETE" and ops[1][1] == "replay" and ops[2][1] == "partition", (t, ops)
+
+
+@pytest.mark.slow  # three replays: CI runs it, `make test-fast` does not
+def test_of_two_replays_of_a_cluster_at_once_the_one_that_started_last_is_shown(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A replay (`kraft-replay replay`, A) writes its tables; meanwhile another replay of the cluster (B: a scheduled
+    job, `watch`) starts, finds A's `running` row (a dead replay's, as far as it can tell), replays in full and
+    switches. A's switch then finds the row B's: A fails with a message saying so, switches nothing, and removes
+    its rows; the lake shows B's replay, as a replay run alone would have left it. B's cleanup retried while A still
+    wrote, and leaves rows of a replay started after B alone."""
+    import threading
+
+    from pyspark.sql import functions as F
+
+    from replay import cli
+    from replay.spark import resume
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import REPLAY_ID, Lake
+    from replay.spark.visibility import full_chain
+
+    log = synth.generate(5, n_batches=60)
+    days = []
+    for k, cut in enumerate([log.end_offset // 2, None]):
+        d = str(tmp_path / f"day{k}")
+        synth.write_dump(log, d, synth.Layout(segment_every=10, max_offset=cut))
+        days.append(d)
+    lake = Lake(spark, str(tmp_path / "lake"))
+    ingest(spark, [days[0]], cluster="c1", lake=lake, progress=False)
+    replay_lake(lake, ["c1"], progress=False)
+    ingest(spark, [days[1]], cluster="c1", lake=lake, progress=False)
+
+    ids: list[str] = []
+    real_id = resume.new_replay_id
+
+    def counted_id() -> str:
+        ids.append(real_id())
+        return ids[-1]
+
+    monkeypatch.setattr(resume, "new_replay_id", counted_id)
+    real_write = Lake.write
+    started = threading.Lock()
+
+    def b_starts_meanwhile(lake_: Any, name: str, df: Any, meta: str, replace_where: str | None = None,
+                           **options: Any) -> None:
+        if name in TABLES and started.acquire(blocking=False):  # A's first table write: B runs whole, then A goes on
+            replay_lake(lake, ["c1"], progress=False)
+        real_write(lake_, name, df, meta, replace_where, **options)
+
+    monkeypatch.setattr(Lake, "write", b_starts_meanwhile)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["replay", "--lake", lake.location, "--lake-cluster", "c1"], io.StringIO())
+    assert exited.value.code == 1
+    a, b = ids
+    said = capsys.readouterr().err
+    assert f"replay {a} of cluster 'c1' was overtaken: replay {b} marked it running after this one did" in said
+
+    monkeypatch.setattr(Lake, "write", real_write)
+    state = lake.read("replay_state").where(F.col("cluster_id") == "c1").first()
+    assert state is not None
+    assert (state.replay_id, state.status, state.mode, state.visible_replay_id) == (b, "done", "full", b)
+    assert state.reason == "the previous replay did not finish"
+    for t in TABLES:  # only B's rows are left: A removed its own, B removed the first replay's
+        assert lake.read_raw(t).where((F.col("cluster_id") == "c1") & ~F.col(REPLAY_ID).eqNullSafe(b)).count() == 0, t
+    assert table_rows(lake, ["c1"]) == full_replay_rows(lake, ["c1"])
+    later = resume.new_replay_id()  # a replay that started after B: B's cleanup keeps its rows, others go
+    assert later > b
+    rows = spark.createDataFrame([("c1", later), ("c1", a), ("c1", b), ("c1", "0123abcd"), ("c1", None)],
+                                 "cluster_id string, replay_id string")
+    gone = rows.where(resume.others_predicate({"c1": full_chain(b)})).collect()
+    assert sorted(str(r.replay_id) for r in gone) == sorted([a, "0123abcd", "None"])
+    # and the next replay finds nothing new
+    replay_lake(lake, ["c1"], progress=False)
+    after = lake.read("replay_state").where(F.col("cluster_id") == "c1").first()
+    assert after is not None and after.replay_id == b

@@ -51,3 +51,15 @@ def test_what_readers_no_longer_see_is_deleted_in_one_statement_by_partition_whe
     assert unseen_predicate("acl_events", before, {"c1": full_chain("r2")}) == (
         "(cluster_id = 'c1' AND (replay_id IS NULL OR replay_id NOT IN ('r2')))")
     assert others_predicate({"c2": ()}) == "(cluster_id = 'c2' AND (replay_id IS NOT NULL))"
+
+
+def test_a_replay_leaves_the_rows_of_a_replay_that_started_after_it() -> None:
+    """Two replays of a cluster at once: the one that switched first must not remove what the later one writes
+    (replay ids begin with their start time); ids without a time (older versions) are judged by the chain alone."""
+    own, later = "20261207t090000_0123456789abcdef0123", "20261207t090105_00aa"
+    assert others_predicate({"c1": full_chain(own)}) == (
+        f"(cluster_id = 'c1' AND (replay_id IS NULL OR (replay_id NOT IN ('{own}') AND NOT (replay_id > '{own}' "
+        "AND replay_id RLIKE '^([0-9]{8}t[0-9]{6})_[0-9a-f]+$'))))")
+    assert later > own
+    assert others_predicate({"c1": full_chain("r2")}) == (
+        "(cluster_id = 'c1' AND (replay_id IS NULL OR replay_id NOT IN ('r2')))")
