@@ -454,7 +454,7 @@ def _check_zone(zone: str) -> Any:
 
 def cmd_watch(args: argparse.Namespace, out: TextIO) -> int:
     """Ingest dumps as they arrive in a directory (a Structured Streaming query), replaying what they touch."""
-    from replay.spark.watch import WatchedBatch, WatchError, watch
+    from replay.spark.watch import WatchedBatch, WatchError, stopped_because, watch
 
     _warn_secrets(args, "stored in the lake")
     if (args.lake_cluster is None) == (not args.cluster_from_path):
@@ -476,8 +476,8 @@ def cmd_watch(args: argparse.Namespace, out: TextIO) -> int:
         query.stop()
     error = query.exception()
     if error is not None:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        print(f"kraft-replay watch: the stream stopped: {first}", file=sys.stderr)
+        print(f"kraft-replay watch: the stream stopped: {stopped_because(str(error) or type(error).__name__)}",
+              file=sys.stderr)
         print("what was ingested stays; run the same command again to go on from its checkpoint", file=sys.stderr)
         return EXIT_FAILED
     rows = [{"batch": b.batch_id, "files": b.files, "clusters": ", ".join(sorted(b.ingested)),

@@ -219,6 +219,20 @@ def watch(lake: Lake, root: str, *, cluster: str | None = None, cluster_from_pat
     return query
 
 
+_RAISED_RE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit)): (.+)$", re.M)
+
+
+def stopped_because(error_text: str) -> str:
+    """Why a watch's stream stopped, in one line: the exception its batch raised (Spark wraps it in a Python
+    traceback whose first line says only that the Python side raised), else the error's first line."""
+    head = error_text.split("=== Streaming Query ===", 1)[0]
+    raised = _RAISED_RE.findall(head)
+    if raised:
+        name, message = raised[-1]
+        return f"{message.strip()} ({name})"
+    return (error_text.strip().splitlines() or ["(no message)"])[0]
+
+
 def _query_name(root: str) -> str:
     return "kraft_replay_watch_" + re.sub(r"[^A-Za-z0-9]+", "_", posixpath.basename(root.rstrip("/")) or "root")
 

@@ -237,3 +237,22 @@ def test_triggers_clusters_and_refusals(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == cli.EXIT_USAGE and "--lake-cluster NAME" in capsys.readouterr().err
     code = cli.main(["watch", str(tmp_path), "--lake-cluster", "c", "--cluster-from-path"], io.StringIO())
     assert code == cli.EXIT_USAGE
+
+
+def test_a_stopped_stream_says_why_in_one_line() -> None:
+    """A batch's exception reaches the query as a Python traceback inside Spark's text (as Spark 4.2 words it,
+    captured from a real stream); the watch's last words name the exception's own message, not the traceback's
+    first line."""
+    from replay.spark.watch import stopped_because
+
+    text = ("An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):\n"
+            '  File "/site-packages/pyspark/sql/utils.py", line 163, in call\n'
+            "    self.func(DataFrame(jdf, wrapped_session_jdf), batch_id)\n"
+            '  File "/repo/replay/spark/replay.py", line 214, in _replay_planned\n'
+            "    raise ReplayOvertakenError(message)\n"
+            "replay.spark.resume.ReplayOvertakenError: replay r1 of cluster 'c1' was overtaken: replay r2 marked "
+            "it running after this one did\n\n=== Streaming Query ===\nIdentifier: [id = 0af8a2b2]\n"
+            "Current State: ACTIVE\nLogical Plan:\n~WriteToMicroBatchDataSourceV1 ForeachBatchSink\n")
+    assert stopped_because(text) == ("replay r1 of cluster 'c1' was overtaken: replay r2 marked it running after "
+                                     "this one did (ReplayOvertakenError)")
+    assert stopped_because("[STREAM_FAILED] the query stopped\n\tat somewhere") == "[STREAM_FAILED] the query stopped"
