@@ -44,6 +44,7 @@ from replay.spark import staging
 from replay.spark.merge import merge
 from replay.spark.ordered import with_missing
 from replay.spark.replay_rules import TXN_ROWS
+from replay.spark.session import expected_task_failures
 from replay.spark.tables import (
     REPLAY_ID,
     REPLAY_STATE,
@@ -435,10 +436,11 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
         return f"CAST(raise_error(concat({sql_string(_OVERTAKEN)}, ' ', {who})) AS STRING)"
 
     try:
-        merge(lake.spark, lake, REPLAY_STATE, df, f"t.cluster_id = s.cluster_id AND t.cluster_id IN ({names})",
-              f"WHEN MATCHED AND t.replay_id = s.replay_id AND t.status = 'running' THEN UPDATE SET * "
-              f"WHEN MATCHED THEN UPDATE SET t.status = {fail('t')} "
-              f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({fail('s')})", meta)
+        with expected_task_failures(lake.spark):
+            merge(lake.spark, lake, REPLAY_STATE, df, f"t.cluster_id = s.cluster_id AND t.cluster_id IN ({names})",
+                  f"WHEN MATCHED AND t.replay_id = s.replay_id AND t.status = 'running' THEN UPDATE SET * "
+                  f"WHEN MATCHED THEN UPDATE SET t.status = {fail('t')} "
+                  f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({fail('s')})", meta)
     except Exception as e:
         found = re.search(re.escape(_OVERTAKEN) + r" (\{.*?\})", str(e))
         if found is None:

@@ -22,6 +22,7 @@ Exactly one line says which branch was taken (printed to stderr and logged), e.g
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -433,3 +434,32 @@ def step(spark: SparkSession, name: str) -> Iterator[None]:
         sc.setLocalProperty(STEP_PROPERTY, before[0])  # type: ignore[arg-type]  # None removes the property
         sc.setJobDescription(before[1])  # type: ignore[arg-type]
     _crash_after(name)
+
+
+# The loggers that print a failed task's stack trace (the executor, the scheduler) and a failed MERGE's (Delta).
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                        "org.apache.spark.sql.delta.commands.MergeIntoCommand")
+
+
+@contextmanager
+def expected_task_failures(spark: SparkSession) -> Iterator[None]:
+    """A block whose Spark job may fail on purpose (`raise_error` in a statement that must fail whole): the error
+    reaches the caller, which says what it means, without some 80 lines of Java stack traces on stderr before it.
+    The driver's loggers are the JVM's, so keep the block to that statement. Nothing without a JVM gateway (Spark
+    Connect: the server logs)."""
+    try:
+        jvm: Any = spark.sparkContext._jvm
+        configurator, level = jvm.org.apache.logging.log4j.core.config.Configurator, jvm.org.apache.logging.log4j.Level
+        manager = jvm.org.apache.logging.log4j.LogManager
+        before = {name: manager.getLogger(name).getLevel() for name in TASK_FAILURE_LOGGERS}
+        for name in TASK_FAILURE_LOGGERS:
+            configurator.setLevel(name, level.OFF)
+    except Exception:
+        yield
+        return
+    try:
+        yield
+    finally:
+        for name, was in before.items():
+            with contextlib.suppress(Exception):
+                configurator.setLevel(name, was)
