@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -431,32 +430,40 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
         return
     names = ", ".join(sql_string(c) for c in plans)
 
-    def fail(side: str) -> str:
-        who = f"to_json(named_struct('cluster', {side}.cluster_id, 'replay_id', {side}.replay_id))"
-        return f"CAST(raise_error(concat({sql_string(_OVERTAKEN)}, ' ', {who})) AS STRING)"
+    def fail(fields: str) -> str:  # the cluster's row as found (JSON: names are data), in the error
+        return f"CAST(raise_error(concat({sql_string(_OVERTAKEN)}, ' ', to_json(named_struct({fields})))) AS STRING)"
+
+    found_other = fail("'cluster', t.cluster_id, 'replay_id', t.replay_id")
+    found_none = fail("'cluster', s.cluster_id")
 
     try:
         with expected_task_failures(lake.spark):
             merge(lake.spark, lake, REPLAY_STATE, df, f"t.cluster_id = s.cluster_id AND t.cluster_id IN ({names})",
                   f"WHEN MATCHED AND t.replay_id = s.replay_id AND t.status = 'running' THEN UPDATE SET * "
-                  f"WHEN MATCHED THEN UPDATE SET t.status = {fail('t')} "
-                  f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({fail('s')})", meta)
+                  f"WHEN MATCHED THEN UPDATE SET t.status = {found_other} "
+                  f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({found_none})", meta)
     except Exception as e:
-        found = re.search(re.escape(_OVERTAKEN) + r" (\{.*?\})", str(e))
-        if found is None:
+        text = str(e)
+        at = text.find(_OVERTAKEN)
+        if at < 0:
             raise
-        raise overtaken(replay_id, json.loads(found.group(1))) from None
+        row, _ = json.JSONDecoder().raw_decode(text, at + len(_OVERTAKEN) + 1)  # names are data: any character
+        raise overtaken(replay_id, row) from None
 
 
 def overtaken(replay_id: str, row: Mapping[str, Any]) -> ReplayOvertakenError:
     """The error of a replay whose switch found its cluster's `replay_state` row another replay's (or none)."""
     other = row.get("replay_id")
-    by = f"replay {other} marked it running after this one did" if other else "its replay_state row is gone"
+    done = "This one made no switch and readers never saw its rows; they are removed"
+    if other is None:
+        return ReplayOvertakenError(
+            f"replay {replay_id} of cluster {row.get('cluster')!r} found no replay_state row of the cluster at its "
+            f"switch (removed while it ran?). {done}. Run the replay again")
     return ReplayOvertakenError(
-        f"replay {replay_id} of cluster {row.get('cluster')!r} was overtaken: {by}, so that replay is the one the "
-        f"lake shows (once it ends). This one made no switch and readers never saw its rows; they are removed. "
-        f"Run one replay of a cluster at a time (a scheduled job, `watch` and a replay by hand each replay what they "
-        f"ingest); if the other replay failed, run `kraft-replay replay` again")
+        f"replay {replay_id} of cluster {row.get('cluster')!r} was overtaken: replay {other} marked it running "
+        f"after this one did, so that replay is the one the lake shows (once it ends). {done}. Run one replay of "
+        f"a cluster at a time (a scheduled job, `watch` and a replay by hand each replay what they ingest); if the "
+        f"other replay failed, run `kraft-replay replay` again")
 
 
 def new_replay_id() -> str:

@@ -228,6 +228,16 @@ def test_of_two_replays_of_a_cluster_at_once_the_one_that_started_last_is_shown(
                                  "cluster_id string, replay_id string")
     gone = rows.where(resume.others_predicate({"c1": full_chain(b)})).collect()
     assert sorted(str(r.replay_id) for r in gone) == sorted([a, "0123abcd", "None"])
+    # a switch that finds another replay's row, or none (any name: names are data), switches nothing
+    with pytest.raises(resume.ReplayOvertakenError, match=f"replay {later} of cluster 'c1' was overtaken: replay {b} "):
+        resume.write_states(lake, {"c1": resume.Plan("c1", None, "a test")}, later, "done", None,
+                            {"c1": full_chain(later)})
+    odd = "c'2 {\"x\"}"
+    with pytest.raises(resume.ReplayOvertakenError) as missing:
+        resume.write_states(lake, {odd: resume.Plan(odd, None, "a test")}, later, "done", None,
+                            {odd: full_chain(later)})
+    assert f"replay {later} of cluster {odd!r} found no replay_state row of the cluster" in str(missing.value)
+    assert [(r.cluster_id, r.replay_id) for r in lake.read("replay_state").collect()] == [("c1", b)]
     # and the next replay finds nothing new
     replay_lake(lake, ["c1"], progress=False)
     after = lake.read("replay_state").where(F.col("cluster_id") == "c1").first()
