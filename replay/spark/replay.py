@@ -219,13 +219,17 @@ def _replay_planned(lake: Lake, records: DataFrame, quarantine: DataFrame, plans
 
     def drop(name: str) -> None:
         with step(lake.spark, "replay: drop the previous rows"):  # the tables are partitioned by replay: whole
-            where = resume.unseen_predicate(name, shown, replaced)  # files, but for a range cut back; again when
-            again_on_conflict(lambda: lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}"),
-                              f"DELETE from {name}")  # an overtaken replay of the cluster still writes its rows
+            _delete(lake, name, resume.unseen_predicate(name, shown, replaced))  # files, but for a range cut back
 
     counts = {name: observed(o) for name, o in observations.items()}
     written = None if None in counts.values() else {name: int(n or 0) for name, n in counts.items()}
     return written, [functools.partial(drop, name) for name in frames] if replaced else []
+
+
+def _delete(lake: Lake, name: str, where: str) -> None:
+    """`DELETE FROM name WHERE where`, again when it loses a commit race (an overtaken replay of the cluster may
+    still be writing its rows)."""
+    again_on_conflict(lambda: lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}"), f"DELETE from {name}")
 
 
 def _remove_own(lake: Lake, name: str, clusters: list[str], replay_id: str) -> None:
@@ -234,8 +238,7 @@ def _remove_own(lake: Lake, name: str, clusters: list[str], replay_id: str) -> N
     where = f"cluster_id IN ({', '.join(map(sql_string, clusters))}) AND {REPLAY_ID} = {sql_string(replay_id)}"
     with step(lake.spark, "replay: remove an overtaken replay's rows"):
         try:
-            again_on_conflict(lambda: lake.spark.sql(f"DELETE FROM {lake.table_ref(name)} WHERE {where}"),
-                              f"DELETE from {name}")
+            _delete(lake, name, where)
         except Exception as e:
             log.warning("could not remove the rows replay %s wrote to %s (%s); the next replay of %s removes them",
                         replay_id, name, e, ", ".join(clusters))

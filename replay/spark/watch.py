@@ -219,7 +219,7 @@ def watch(lake: Lake, root: str, *, cluster: str | None = None, cluster_from_pat
     return query
 
 
-_RAISED_RE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit)): (.+)$", re.M)
+_RAISED_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*(?:Error|Exception|Exit)): (.+)$", re.M)
 
 
 def stopped_because(error_text: str) -> str:

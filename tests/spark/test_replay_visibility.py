@@ -165,8 +165,8 @@ def test_of_two_replays_of_a_cluster_at_once_the_one_that_started_last_is_shown(
     """A replay (`kraft-replay replay`, A) writes its tables; meanwhile another replay of the cluster (B: a scheduled
     job, `watch`) starts, finds A's `running` row (a dead replay's, as far as it can tell), replays in full and
     switches. A's switch then finds the row B's: A fails with a message saying so, switches nothing, and removes
-    its rows; the lake shows B's replay, as a replay run alone would have left it. B's cleanup retried while A still
-    wrote, and leaves rows of a replay started after B alone."""
+    its rows; the lake shows B's replay, as a replay run alone would have left it. B's cleanup leaves the rows of a
+    replay started after B alone."""
     import threading
 
     from pyspark.sql import functions as F
