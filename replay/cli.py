@@ -349,6 +349,10 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
         raise QuestionError(f"--catalog takes CATALOG.SCHEMA or SCHEMA (SQL identifiers, backquoted where needed), "
                             f"not {args.catalog!r}; for a lake in a directory give --lake DIR")
 
+    if args.master is None and args.command != "watch":  # a stream stays in its own session
+        from replay.spark import server
+
+        server.attach()
     spark = session.get_spark(master=args.master, quick=_short_lived(args))
     if args.catalog and not is_catalog_location(args.catalog):
         location = f"{quote_ident(spark.catalog.currentCatalog())}.{args.catalog}"  # the session's current catalog
@@ -519,6 +523,38 @@ def _findings_doc(found: ProblemSummary) -> dict[str, Any]:
 
 def _replayed_lines(counts: Mapping[str, int]) -> list[str]:
     return ["replayed: " + ", ".join(f"{k} {v}" for k, v in counts.items())]
+
+
+def cmd_server(args: argparse.Namespace, out: TextIO) -> int:
+    """`server start|stop|status`: the warm Spark Connect server the lake commands use (`replay.spark.server`)."""
+    from replay.spark import server
+
+    render = _renderer(args, out)
+    if args.action == "start":
+        print("starting a Spark Connect server (the first start of a machine takes up to a minute)", file=sys.stderr)
+        try:
+            state, started = server.start(args.master, args.memory)
+        except server.ServerError as err:
+            print(f"kraft-replay server: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        doc = {"running": True, "started_now": started, **state.public()}
+    elif args.action == "stop":
+        stopped = server.stop()
+        doc = {"running": False, "stopped": stopped is not None, **(stopped.public() if stopped else {})}
+    else:
+        now = server.running()
+        doc = {"running": now is not None, **(now.public() if now else {})}
+    if args.action == "start":
+        line = (f"server {'started' if doc['started_now'] else 'already running'}: {doc['url']} (pid {doc['pid']}, "
+                f"master {doc['master']}, driver memory {doc['memory']}); the lake commands now run their Spark work "
+                f"there (KRAFT_REPLAY_SERVER=off: not); its log: {doc['log']}; kraft-replay server stop ends it")
+    elif args.action == "stop":
+        line = f"server stopped (pid {doc['pid']})" if doc["stopped"] else "no server was running"
+    else:
+        line = (f"server running: {doc['url']} (pid {doc['pid']}, since {doc['started']}, master {doc['master']}, "
+                f"driver memory {doc['memory']}); its log: {doc['log']}" if doc["running"] else "no server running")
+    render.document(doc, [line])
+    return EXIT_OK
 
 
 def _lake_flag(args: argparse.Namespace) -> str:
@@ -1220,6 +1256,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_authorize)
 
     _audit_parsers(sub, output)
+
+    p = sub.add_parser("server", parents=[output], help="start, stop or show a local Spark server that stays warm "
+                                                         "between the lake commands")
+    p.add_argument("action", choices=["start", "stop", "status"])
+    p.add_argument("--master", default="local[*]", help="the server's Spark master (default local[*])")
+    p.add_argument("--memory", help="the server's driver memory, e.g. 8g (default: as a local session gets)")
+    p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults: ingest data/ samples, tour, plots")
     demo.add_arguments(p)

@@ -24,6 +24,9 @@ from tests.summary import SUMMARY
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
+# A `kraft-replay server` the developer runs is never the tests' Spark (tests/spark/test_server.py starts its own)
+os.environ["KRAFT_REPLAY_SERVER"] = "off"
+
 # a test with one of these marks, or using one of these session fixtures, runs in the worker of that group (the
 # first group that matches)
 _GROUPS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (

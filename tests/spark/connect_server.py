@@ -20,8 +20,6 @@ from types import TracebackType
 
 from tests.harness.spark_cluster import free_port, serve_until_interrupted, spark_home
 
-SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-
 
 class ConnectServer:
     def __init__(self, master: str = "local[2]", memory: str = "2g", work_dir: str | None = None,
@@ -40,18 +38,9 @@ class ConnectServer:
         self.started_in: float | None = None
 
     def command(self) -> list[str]:
-        from replay.spark.session import local_conf
+        from replay.spark.server import command
 
-        conf = {**local_conf(self.master, "kraft-replay connect server", self.memory), **self.conf}
-        conf.update({"spark.connect.grpc.binding.address": "127.0.0.1",
-                     "spark.connect.grpc.binding.port": str(self.port)})
-        memory = conf.pop("spark.driver.memory")
-        master = conf.pop("spark.master")
-        args = [str(spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,
-                "--driver-memory", memory]
-        for key, value in sorted(conf.items()):
-            args += ["--conf", f"{key}={value}"]
-        return [*args, "spark-internal"]
+        return command(self.master, self.memory, self.port, self.conf, app_name="kraft-replay connect server")
 
     def start(self) -> ConnectServer:
         began = time.monotonic()
