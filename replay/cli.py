@@ -352,7 +352,8 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
     if args.master is None and args.command != "watch":  # a stream stays in its own session
         from replay.spark import server
 
-        server.attach()
+        if server.attach() is not None:
+            _absolute_paths(args)
     spark = session.get_spark(master=args.master, quick=_short_lived(args))
     if args.catalog and not is_catalog_location(args.catalog):
         location = f"{quote_ident(spark.catalog.currentCatalog())}.{args.catalog}"  # the session's current catalog
@@ -362,6 +363,25 @@ def _lake(args: argparse.Namespace, create: bool = False) -> Lake:
               "spark-warehouse/); give --lake DIR for a lake that lasts, or run with a Hive metastore "
               "(spark.sql.catalogImplementation=hive)", file=sys.stderr)
     return Lake(spark, location, catalog=True if args.catalog else None)
+
+
+_PATH_ARGS = ("paths", "logs", "requests", "out", "avro")  # the local files a lake command hands to Spark
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """The command's local paths made absolute, for a Spark driver that runs elsewhere (`kraft-replay server`): it
+    would read a relative one from its own directory."""
+    from replay.spark.tables import is_uri
+
+    def absolute(p: str) -> str:
+        return p if is_uri(p) else os.path.abspath(os.path.expanduser(p))
+
+    for name in _PATH_ARGS:
+        value = getattr(args, name, None)
+        if isinstance(value, str):
+            setattr(args, name, absolute(value))
+        elif isinstance(value, list):
+            setattr(args, name, [absolute(v) for v in value])
 
 
 def _lake_location(args: argparse.Namespace, create: bool = False) -> tuple[str, bool]:

@@ -1,7 +1,8 @@
 """`kraft-replay server` (issue 12, the fixed cost): one Spark Connect server on this machine that the lake commands
 use while it runs, so that their Spark driver is warm. A real server started from the pyspark install; the commands
 run as the user runs them, in processes of their own, with nothing telling them where the server is but its state
-file. The ingest and replay through it write what local mode writes; a client without the server's token is
+file. The ingest and replay through it (of a dump named by a path relative to the command's directory) write
+what local mode writes; a client without the server's token is
 refused; `server stop` ends it and the commands run in their own session again."""
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ def server_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     """This test's own state directory (never the user's server), and no server left running after it."""
     folder = tmp_path / "server"
     monkeypatch.setenv(server.DIR_ENV, str(folder))
-    monkeypatch.delenv("SPARK_REMOTE", raising=False)
-    monkeypatch.delenv(server.TOKEN_ENV, raising=False)
+    for name in ("SPARK_REMOTE", server.TOKEN_ENV):  # absent now, and again afterwards whatever the test set
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.delenv(server.USE_ENV, raising=False)
     yield folder
     server.stop()
@@ -67,7 +69,8 @@ def test_the_lake_commands_run_on_the_running_server_and_it_takes_only_its_token
     assert state.token not in " ".join(server.command("local[2]", "1g", state.port))
 
     lake_dir = str(tmp_path / "lake")
-    done = kraft_replay("ingest", str(SAMPLE), "--lake-cluster", SAMPLE.name, "--lake", lake_dir, "--no-progress",
+    # a relative path names a file of the command's directory, not of the server's
+    done = kraft_replay("ingest", os.path.relpath(SAMPLE, ROOT), "--lake-cluster", SAMPLE.name, "--lake", lake_dir, "--no-progress",
                         "--output", "json")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"Spark: the kraft-replay server at {state.url}" in done.stderr
@@ -110,8 +113,6 @@ def test_a_server_of_other_code_or_switched_off_is_not_used(server_dir: Path, mo
     monkeypatch.delenv(server.USE_ENV)
     assert server.attach() == same
     assert os.environ["SPARK_REMOTE"] == "sc://localhost:1" and os.environ[server.TOKEN_ENV] == "t" * 64
-    monkeypatch.delenv("SPARK_REMOTE")
-    monkeypatch.delenv(server.TOKEN_ENV)
 
 
 def test_the_state_of_a_server_that_has_gone_is_removed(server_dir: Path) -> None:
