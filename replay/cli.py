@@ -1390,6 +1390,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        if "replay.spark.server" in sys.modules:  # a lake command that ran on the server: end its session there
+            sys.modules["replay.spark.server"].detach()
 
 
 if __name__ == "__main__":

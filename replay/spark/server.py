@@ -10,7 +10,8 @@ The server listens on the loopback interface only and requires a token that only
 file is mode 0600 in the cache directory): Spark Connect runs any code a client sends, so without the token another
 account on the machine could run code as this user. The server's Python workers import this package as it was when
 they started, so a command of another version, or run after the package's code changed, does not use it (it runs in
-a session of its own, and says to restart the server).
+a session of its own, and says to restart the server). A command ends its session on the server when it ends
+(`detach`), with the Python processes the server kept for it.
 """
 
 from __future__ import annotations
@@ -130,10 +131,16 @@ def running() -> ServerState | None:
     return None
 
 
+_attached: ServerState | None = None  # the server this process's commands send their work to
+
+
 def attach() -> ServerState | None:
     """Send this process's Spark work to the running server (Spark Connect), unless a Spark Connect target is set
     already, `KRAFT_REPLAY_SERVER=off`, or the server runs other code than this process (then a warning says to
-    restart it). Returns the server used."""
+    restart it). Returns the server used; `detach` ends this process's session there."""
+    global _attached
+    if _attached is not None and os.environ.get("SPARK_REMOTE") == _attached.url:
+        return _attached
     if os.environ.get("SPARK_REMOTE") or os.environ.get(USE_ENV, "").strip().lower() in ("off", "0", "no", "false"):
         return None
     state = running()
@@ -147,9 +154,62 @@ def attach() -> ServerState | None:
         return None
     os.environ["SPARK_REMOTE"] = state.url
     os.environ[TOKEN_ENV] = state.token
+    _attached = state
     print(f"Spark: the kraft-replay server at {state.url} (pid {state.pid}, since {state.started}); "
           "KRAFT_REPLAY_SERVER=off runs without it", file=sys.stderr)
     return state
+
+
+def detach() -> list[int]:
+    """End this process's session on the server, and the Python processes the server keeps for it: Spark keeps a
+    session's Python daemon until the server stops, so every command would leave one idle process (about 50 MiB)
+    behind. They are found by the session's id in their environment, among the server's processes only. Returns
+    the processes ended."""
+    global _attached
+    state, _attached = _attached, None
+    if state is None:
+        return []
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    # the server's id of the session (PySpark keeps it as it reads it from every response)
+    session = getattr(getattr(spark, "client", None), "_server_session_id", None)
+    if spark is not None:
+        with contextlib.suppress(Exception):
+            spark.stop()
+    for name, value in (("SPARK_REMOTE", state.url), (TOKEN_ENV, state.token)):
+        if os.environ.get(name) == value:
+            del os.environ[name]
+    if not session:
+        return []
+    ended = [pid for pid in _descendants(state.pid) if _environment_has(pid, f"SPARK_JOB_ARTIFACT_UUID={session}")]
+    for pid in ended:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    return ended
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below `root`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _environment_has(pid: int, entry: str) -> bool:
+    try:
+        return entry.encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
 
 
 def _free_port() -> int:

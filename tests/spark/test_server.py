@@ -3,7 +3,7 @@ use while it runs, so that their Spark driver is warm. A real server started fro
 run as the user runs them, in processes of their own, with nothing telling them where the server is but its state
 file. The ingest and replay through it (of a dump named by a path relative to the command's directory) write
 what local mode writes; a client without the server's token is
-refused; `server stop` ends it and the commands run in their own session again."""
+refused; a command leaves no process behind on the server; `server stop` ends it."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,15 @@ def test_the_lake_commands_run_on_the_running_server_and_it_takes_only_its_token
     local = queries.state_at(sample_lake, SAMPLE.name, offset=150)
     assert json.loads(answer.stdout) == [{"n": len(local.certain) + len(local.uncertain)}]
 
+    # each command ended its session there, and the Python processes the server kept for that session
+    def python_processes() -> list[int]:
+        return [p for p in server._descendants(state.pid) if b"pyspark" in read_or_empty(f"/proc/{p}/cmdline")]
+
+    deadline = time.monotonic() + 30
+    while python_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert python_processes() == []
+
     # without the token the server answers nothing (it would run any code a client sent)
     stranger = subprocess.run(
         [sys.executable, "-c", "from pyspark.sql import SparkSession\n"
@@ -96,6 +106,13 @@ def test_the_lake_commands_run_on_the_running_server_and_it_takes_only_its_token
     assert server.running() is None and not state_file.exists()
     again = kraft_replay("server", "status")
     assert again.stdout.strip() == "no server running"
+
+
+def read_or_empty(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b""
 
 
 def test_a_server_of_other_code_or_switched_off_is_not_used(server_dir: Path, monkeypatch: pytest.MonkeyPatch,
