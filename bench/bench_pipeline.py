@@ -572,6 +572,17 @@ def machine() -> dict[str, Any]:
             "java": java[0] if java else "?", "host": platform.node()}
 
 
+def new_results(out: Path) -> tuple[str, dict[str, Any]]:
+    """A run's time stamp and its results document (the machine, the load), said on stdout."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    doc: dict[str, Any] = {"started": stamp, "machine": machine(), "load_start": os.getloadavg(),
+                           "argv": sys.argv[1:], "results": []}
+    print(f"{doc['machine']['cpus']} CPUs, {doc['machine']['memory_gib']} GiB, {doc['machine']['java']}; "
+          f"load {' '.join(f'{x:.2f}' for x in doc['load_start'])}", flush=True)
+    return stamp, doc
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="250k", help="comma-separated record counts: 20k, 250k, 1m, 2m, 10m")
@@ -605,12 +616,7 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     become_subreaper()
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    doc: dict[str, Any] = {"started": stamp, "machine": machine(), "load_start": os.getloadavg(),
-                           "argv": sys.argv[1:], "results": []}
-    print(f"{doc['machine']['cpus']} CPUs, {doc['machine']['memory_gib']} GiB, {doc['machine']['java']}; "
-          f"load {' '.join(f'{x:.2f}' for x in doc['load_start'])}", flush=True)
+    stamp, doc = new_results(args.out)
     for n in [realistic_log.parse_count(s) for s in args.sizes.split(",")]:
         for codec in args.codecs.split(","):
             shape = realistic_log.LogShape(n, args.seed, codec)

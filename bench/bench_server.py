@@ -40,7 +40,7 @@ from bench.bench_pipeline import (
     acl_answer,
     cli,
     dump_log_segments_command,
-    machine,
+    new_results,
     read_files,
     run,
 )
@@ -158,12 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--memory", default="5g", help="driver memory of every session and of the server")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    doc: dict[str, Any] = {"started": stamp, "machine": machine(), "load_start": os.getloadavg(),
-                           "argv": sys.argv[1:], "results": []}
-    print(f"{doc['machine']['cpus']} CPUs, {doc['machine']['memory_gib']} GiB; load "
-          f"{' '.join(f'{x:.2f}' for x in doc['load_start'])}", flush=True)
+    stamp, doc = new_results(args.out)
     for n in [realistic_log.parse_count(s) for s in args.sizes.split(",")]:
         doc["results"].append(one_size(args, realistic_log.LogShape(n, args.seed, "none")))
         doc["load_end"] = os.getloadavg()
