@@ -143,6 +143,10 @@ def attach() -> ServerState | None:
         return _attached
     if os.environ.get("SPARK_REMOTE") or os.environ.get(USE_ENV, "").strip().lower() in ("off", "0", "no", "false"):
         return None
+    from replay.spark.session import has_session_here
+
+    if has_session_here():  # Databricks', or one this process runs already (a notebook's): the command uses it
+        return None
     state = running()
     if state is None:
         return None
@@ -172,11 +176,12 @@ def detach() -> list[int]:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
-    # the server's id of the session (PySpark keeps it as it reads it from every response)
-    session = getattr(getattr(spark, "client", None), "_server_session_id", None)
-    if spark is not None:
-        with contextlib.suppress(Exception):
-            spark.stop()
+    client = getattr(spark, "client", None)  # a Spark Connect session's: a local session is not this module's
+    if spark is None or client is None:
+        return []
+    session = getattr(client, "_server_session_id", None)  # the server's id of it, read from every response
+    with contextlib.suppress(Exception):
+        spark.stop()
     for name, value in (("SPARK_REMOTE", state.url), (TOKEN_ENV, state.token)):
         if os.environ.get(name) == value:
             del os.environ[name]

@@ -167,6 +167,12 @@ def _active_session() -> SparkSession | None:
     return None
 
 
+def has_session_here() -> bool:
+    """Whether `get_spark` would hand back a session that exists already (Databricks', or this process's)."""
+    return on_databricks() or SparkSession.getActiveSession() is not None or \
+        SparkContext._active_spark_context is not None
+
+
 def _say(line: str) -> None:
     log.info(line)
     print(line, file=sys.stderr, flush=True)

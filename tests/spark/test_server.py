@@ -115,11 +115,13 @@ def read_or_empty(path: str) -> bytes:
         return b""
 
 
-def test_a_server_of_other_code_or_switched_off_is_not_used(server_dir: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_of_other_code_or_switched_off_or_beside_a_session_is_not_used(
+        server_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     other = server.ServerState(pid=os.getpid(), port=1, token="t" * 64, started="2026-12-07T00:00:00+00:00",
                                master="local[*]", memory="1g", code="not-this-code", log="server.log")
+    monkeypatch.setattr(server, "_attached", None)
     monkeypatch.setattr(server, "running", lambda: other)
+    monkeypatch.setattr("replay.spark.session.has_session_here", lambda: False)
     assert server.attach() is None and "SPARK_REMOTE" not in os.environ
     assert "runs other code of this package than this command" in capsys.readouterr().err
 
@@ -128,6 +130,9 @@ def test_a_server_of_other_code_or_switched_off_is_not_used(server_dir: Path, mo
     monkeypatch.setenv(server.USE_ENV, "off")
     assert server.attach() is None and "SPARK_REMOTE" not in os.environ
     monkeypatch.delenv(server.USE_ENV)
+    monkeypatch.setattr("replay.spark.session.has_session_here", lambda: True)  # a notebook's session: its own
+    assert server.attach() is None and "SPARK_REMOTE" not in os.environ
+    monkeypatch.setattr("replay.spark.session.has_session_here", lambda: False)
     assert server.attach() == same
     assert os.environ["SPARK_REMOTE"] == "sc://localhost:1" and os.environ[server.TOKEN_ENV] == "t" * 64
 
