@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import fcntl
 import hashlib
 import json
 import os
@@ -175,6 +176,9 @@ def detach() -> list[int]:
         return []
     from pyspark.sql import SparkSession
 
+    for name, value in (("SPARK_REMOTE", state.url), (TOKEN_ENV, state.token)):
+        if os.environ.get(name) == value:
+            del os.environ[name]
     spark = SparkSession.getActiveSession()
     client = getattr(spark, "client", None)  # a Spark Connect session's: a local session is not this module's
     if spark is None or client is None:
@@ -182,9 +186,6 @@ def detach() -> list[int]:
     session = getattr(client, "_server_session_id", None)  # the server's id of it, read from every response
     with contextlib.suppress(Exception):
         spark.stop()
-    for name, value in (("SPARK_REMOTE", state.url), (TOKEN_ENV, state.token)):
-        if os.environ.get(name) == value:
-            del os.environ[name]
     if not session:
         return []
     ended = [pid for pid in _descendants(state.pid) if _environment_has(pid, f"SPARK_JOB_ARTIFACT_UUID={session}")]
@@ -247,18 +248,25 @@ def start(master: str = "local[*]", memory: str | None = None, timeout: float = 
           extra: Mapping[str, str] | None = None) -> tuple[ServerState, bool]:
     """Start the server unless one runs (`extra`: Spark settings over a local session's); returns it and whether
     this call started it."""
-    import pyspark
+    from replay.spark.session import driver_memory
 
-    from replay.spark.session import _export_package_path, driver_memory
-
-    state = running()
-    if state is not None:
-        return state, False
-    memory = driver_memory(memory)
-    port = _free_port()
-    token = secrets.token_hex(32)
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "start.lock", "w") as lock:  # two starts at once: the second finds the first's server
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = running()
+        if state is not None:
+            return state, False
+        return _start(folder, master, driver_memory(memory), timeout, extra), True
+
+
+def _start(folder: Path, master: str, memory: str, timeout: float, extra: Mapping[str, str] | None) -> ServerState:
+    import pyspark
+
+    from replay.spark.session import _export_package_path
+
+    port = _free_port()
+    token = secrets.token_hex(32)
     log = folder / "server.log"  # lake paths and statements: this user's to read
     log.touch(mode=0o600)
     os.chmod(log, 0o600)
@@ -278,7 +286,7 @@ def start(master: str = "local[*]", memory: str | None = None, timeout: float = 
             state = ServerState(proc.pid, port, token, datetime.datetime.now(datetime.timezone.utc)
                                 .isoformat(timespec="seconds"), master, memory, code_stamp(), str(log))
             _write_state(state)
-            return state, True
+            return state
         time.sleep(0.3)
     _kill(proc.pid)
     raise ServerError(f"the Spark Connect server did not start within {timeout:.0f} s; see its log {log}")
