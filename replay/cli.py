@@ -554,10 +554,14 @@ def cmd_server(args: argparse.Namespace, out: TextIO) -> int:
         print("starting a Spark Connect server (the first start of a machine takes up to a minute)", file=sys.stderr)
         try:
             state, started = server.start(args.master, args.memory)
+            warmed = None
+            if args.warm_up:
+                print("warming it up: a small ingest and replay through it (about a minute)", file=sys.stderr)
+                warmed = round(server.warm_up(), 1)
         except server.ServerError as err:
             print(f"kraft-replay server: {err}", file=sys.stderr)
             return EXIT_FAILED
-        doc = {"running": True, "started_now": started, **state.public()}
+        doc = {"running": True, "started_now": started, **state.public(), "warm_up_seconds": warmed}
     elif args.action == "stop":
         stopped = server.stop()
         doc = {"running": False, "stopped": stopped is not None, **(stopped.public() if stopped else {})}
@@ -565,8 +569,10 @@ def cmd_server(args: argparse.Namespace, out: TextIO) -> int:
         now = server.running()
         doc = {"running": now is not None, **(now.public() if now else {})}
     if args.action == "start":
-        line = (f"server {'started' if doc['started_now'] else 'already running'}: {doc['url']} (pid {doc['pid']}, "
-                f"master {doc['master']}, driver memory {doc['memory']}); the lake commands now run their Spark work "
+        warm = f", warmed up in {doc['warm_up_seconds']} s" if doc["warm_up_seconds"] is not None else ""
+        line = (f"server {'started' if doc['started_now'] else 'already running'}{warm}: {doc['url']} "
+                f"(pid {doc['pid']}, master {doc['master']}, driver memory {doc['memory']}); the lake commands now "
+                f"run their Spark work "
                 f"there (KRAFT_REPLAY_SERVER=off: not); its log: {doc['log']}; kraft-replay server stop ends it")
     elif args.action == "stop":
         line = f"server stopped (pid {doc['pid']})" if doc["stopped"] else "no server was running"
@@ -1282,6 +1288,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["start", "stop", "status"])
     p.add_argument("--master", default="local[*]", help="the server's Spark master (default local[*])")
     p.add_argument("--memory", help="the server's driver memory, e.g. 8g (default: as a local session gets)")
+    p.add_argument("--warm-up", action="store_true",
+                   help="with start: run a small ingest and replay through the server, so that the first real "
+                        "command finds its driver warm")
     p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("demo", help="the main job on embedded defaults: ingest data/ samples, tour, plots")

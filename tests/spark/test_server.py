@@ -59,6 +59,7 @@ def test_the_lake_commands_run_on_the_running_server_and_it_takes_only_its_token
 
     state, started = server.start("local[2]", "1g", extra=SHORT_LIVED_SERVER_CONF)
     assert started and server.start("local[2]", "1g")[1] is False  # one server: a second start finds it
+    assert server.warm_up() > 0  # a synthetic dump ingested and replayed through it (it raises otherwise)
 
     status = kraft_replay("server", "status", "--output", "json")
     assert status.returncode == 0, status.stderr
