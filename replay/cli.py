@@ -549,7 +549,6 @@ def cmd_server(args: argparse.Namespace, out: TextIO) -> int:
     """`server start|stop|status`: the warm Spark Connect server the lake commands use (`replay.spark.server`)."""
     from replay.spark import server
 
-    render = _renderer(args, out)
     if args.action == "start":
         print("starting a Spark Connect server (the first start of a machine takes up to a minute)", file=sys.stderr)
         try:
@@ -562,24 +561,20 @@ def cmd_server(args: argparse.Namespace, out: TextIO) -> int:
             print(f"kraft-replay server: {err}", file=sys.stderr)
             return EXIT_FAILED
         doc = {"running": True, "started_now": started, **state.public(), "warm_up_seconds": warmed}
+        warm = "" if warmed is None else f", warmed up in {warmed} s"
+        line = (f"server {'started' if started else 'already running'}{warm}: {state.url} (pid {state.pid}, "
+                f"master {state.master}, driver memory {state.memory}); the lake commands now run their Spark work "
+                f"there (KRAFT_REPLAY_SERVER=off: not); its log: {state.log}; kraft-replay server stop ends it")
     elif args.action == "stop":
         stopped = server.stop()
         doc = {"running": False, "stopped": stopped is not None, **(stopped.public() if stopped else {})}
+        line = f"server stopped (pid {stopped.pid})" if stopped else "no server was running"
     else:
         now = server.running()
         doc = {"running": now is not None, **(now.public() if now else {})}
-    if args.action == "start":
-        warm = f", warmed up in {doc['warm_up_seconds']} s" if doc["warm_up_seconds"] is not None else ""
-        line = (f"server {'started' if doc['started_now'] else 'already running'}{warm}: {doc['url']} "
-                f"(pid {doc['pid']}, master {doc['master']}, driver memory {doc['memory']}); the lake commands now "
-                f"run their Spark work "
-                f"there (KRAFT_REPLAY_SERVER=off: not); its log: {doc['log']}; kraft-replay server stop ends it")
-    elif args.action == "stop":
-        line = f"server stopped (pid {doc['pid']})" if doc["stopped"] else "no server was running"
-    else:
-        line = (f"server running: {doc['url']} (pid {doc['pid']}, since {doc['started']}, master {doc['master']}, "
-                f"driver memory {doc['memory']}); its log: {doc['log']}" if doc["running"] else "no server running")
-    render.document(doc, [line])
+        line = (f"server running: {now.url} (pid {now.pid}, since {now.started}, master {now.master}, driver memory "
+                f"{now.memory}); its log: {now.log}" if now else "no server running")
+    _renderer(args, out).document(doc, [line])
     return EXIT_OK
 
 

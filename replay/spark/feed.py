@@ -117,9 +117,10 @@ def append_feed(lake: Lake, clusters: list[str], shown_before: Mapping[str, str 
     """Bring `acl_event_feed` up to date with the visible `acl_events` of `clusters` (see the module docstring).
 
     `shown_before` and `replayed` say what this replay changed (`feed_bounds`). A plain append (Delta checks no
-    conflict for it, so replays of other clusters can feed at the same time). A replay that changed nothing leaves no commit: Delta records no commit for an append without
-    rows (its `skipRecordingEmptyCommits`, on by default), so the rows are computed once, by the write (asking first
-    whether there are any computed them twice: 1-1.5 s of every replay)."""
+    conflict for it, so replays of other clusters can feed at the same time). A replay that changed nothing leaves
+    no commit: Delta records no commit for an append without rows (its `skipRecordingEmptyCommits`, on by default),
+    so the rows are computed once, by the write (asking first whether there are any computed them twice: 1-1.5 s of
+    every replay)."""
     lake.ensure(ACL_EVENT_FEED)
     bounds = feed_bounds(clusters, matched_replays(lake), shown_before, replayed)
     visible = lake.visible_replays()

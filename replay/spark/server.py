@@ -107,9 +107,7 @@ def _write_state(state: ServerState) -> None:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process under a reused pid
+    except (ProcessLookupError, PermissionError):  # gone, or someone else's process under a reused pid
         return False
     return True
 

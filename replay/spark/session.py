@@ -169,8 +169,7 @@ def _active_session() -> SparkSession | None:
 
 def has_session_here() -> bool:
     """Whether `get_spark` would hand back a session that exists already (Databricks', or this process's)."""
-    return on_databricks() or SparkSession.getActiveSession() is not None or \
-        SparkContext._active_spark_context is not None
+    return on_databricks() or _active_session() is not None
 
 
 def _say(line: str) -> None:
