@@ -11,7 +11,8 @@ file is mode 0600 in the cache directory): Spark Connect runs any code a client 
 account on the machine could run code as this user. The server's Python workers import this package as it was when
 they started, so a command of another version, or run after the package's code changed, does not use it (it runs in
 a session of its own, and says to restart the server). A command ends its session on the server when it ends
-(`detach`), with the Python processes the server kept for it.
+(`detach`). The sessions share the server's compiled code and Python workers (`server_driver`): with a class loader
+and workers of its own, each command compiled and started them again (about 5 s of a 17 s small ingest and replay).
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ from typing import Any
 from replay.maven import cache_root
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+PLUGIN_CLASS = "org.apache.spark.sql.connect.SparkConnectPlugin"  # the same service, in any application
 DIR_ENV = "KRAFT_REPLAY_SERVER_DIR"  # where the state file and the log live (tests use their own)
 USE_ENV = "KRAFT_REPLAY_SERVER"  # "off": commands never use a running server
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"  # read by the server and by PySpark's Connect client
-STARTED_LINE = "Spark Connect server started"
 
 
 class ServerError(RuntimeError):
@@ -164,57 +165,22 @@ def attach() -> ServerState | None:
     return state
 
 
-def detach() -> list[int]:
-    """End this process's session on the server, and the Python processes the server keeps for it: Spark keeps a
-    session's Python daemon until the server stops, so every command would leave one idle process (about 50 MiB)
-    behind. They are found by the session's id in their environment, among the server's processes only. Returns
-    the processes ended."""
+def detach() -> None:
+    """End this process's session on the server (its views, functions and settings go with it) and stop sending
+    Spark work there. The server's Python workers stay for the next command: its sessions share them."""
     global _attached
     state, _attached = _attached, None
     if state is None:
-        return []
+        return
     from pyspark.sql import SparkSession
 
     for name, value in (("SPARK_REMOTE", state.url), (TOKEN_ENV, state.token)):
         if os.environ.get(name) == value:
             del os.environ[name]
     spark = SparkSession.getActiveSession()
-    client = getattr(spark, "client", None)  # a Spark Connect session's: a local session is not this module's
-    if spark is None or client is None:
-        return []
-    session = getattr(client, "_server_session_id", None)  # the server's id of it, read from every response
-    with contextlib.suppress(Exception):
-        spark.stop()
-    if not session:
-        return []
-    ended = [pid for pid in _descendants(state.pid) if _environment_has(pid, f"SPARK_JOB_ARTIFACT_UUID={session}")]
-    for pid in ended:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    return ended
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below `root`, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _environment_has(pid: int, entry: str) -> bool:
-    try:
-        return entry.encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
+    if spark is not None and getattr(spark, "client", None) is not None:  # a Spark Connect session's, not local
+        with contextlib.suppress(Exception):
+            spark.stop()
 
 
 def _free_port() -> int:
@@ -224,23 +190,31 @@ def _free_port() -> int:
 
 
 def command(master: str, memory: str, port: int, extra: Mapping[str, str] | None = None,
-            app_name: str = "kraft-replay server") -> list[str]:
+            app_name: str = "kraft-replay server", isolated: bool = True) -> list[str]:
     """The spark-submit command line of a Spark Connect server: the settings of a local session
     (`session.local_conf`) and `extra`, bound to the loopback interface. No token is on it (command lines are
-    visible to every account): a server gets its token in its environment."""
+    visible to every account): a server gets its token in its environment.
+
+    `isolated`: Spark's own server, whose sessions each have their artifacts and class loader, as a serverless
+    client gets; otherwise `server_driver`, the same service in a local application whose sessions share the
+    application's class loader and Python workers (`kraft-replay server`)."""
     import pyspark
 
+    from replay.spark import server_driver
     from replay.spark.session import local_conf
 
     conf = {**local_conf(master, app_name, memory), **(extra or {})}
     conf.update({"spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": str(port)})
+    if not isolated:
+        conf.update({"spark.plugins": PLUGIN_CLASS, "spark.sql.artifact.isolation.enabled": "false"})
     memory = conf.pop("spark.driver.memory")
     master = conf.pop("spark.master")
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    args = [str(submit), "--class", SERVER_CLASS, "--master", master, "--driver-memory", memory]
+    args = [str(submit), *(["--class", SERVER_CLASS] if isolated else []), "--master", master,
+            "--driver-memory", memory]
     for key, value in sorted(conf.items()):
         args += ["--conf", f"{key}={value}"]
-    return [*args, "spark-internal"]
+    return [*args, "spark-internal" if isolated else server_driver.__file__]
 
 
 def start(master: str = "local[*]", memory: str | None = None, timeout: float = 180.0,
@@ -262,6 +236,7 @@ def start(master: str = "local[*]", memory: str | None = None, timeout: float = 
 def _start(folder: Path, master: str, memory: str, timeout: float, extra: Mapping[str, str] | None) -> ServerState:
     import pyspark
 
+    from replay.spark import server_driver
     from replay.spark.session import _export_package_path
 
     port = _free_port()
@@ -274,14 +249,14 @@ def _start(folder: Path, master: str, memory: str, timeout: float, extra: Mappin
            "PYSPARK_PYTHON": sys.executable, TOKEN_ENV: token}
     env.pop("SPARK_REMOTE", None)
     with open(log, "wb") as out:
-        proc = subprocess.Popen(command(master, memory, port, extra), stdout=out, stderr=subprocess.STDOUT, env=env,
-                                cwd=folder, start_new_session=True)
+        proc = subprocess.Popen(command(master, memory, port, extra, isolated=False), stdout=out,
+                                stderr=subprocess.STDOUT, env=env, cwd=folder, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise ServerError(f"the Spark Connect server exited with {proc.returncode} while starting; its log, "
                               f"{log}, ends:\n{_tail(log)}")
-        if STARTED_LINE in log.read_text(errors="replace") and _listening(port):
+        if server_driver.READY_LINE in log.read_text(errors="replace") and _listening(port):
             state = ServerState(proc.pid, port, token, datetime.datetime.now(datetime.timezone.utc)
                                 .isoformat(timespec="seconds"), master, memory, code_stamp(), str(log))
             _write_state(state)
