@@ -8,7 +8,8 @@ starts Spark.
 
 `make setup` builds the archive (`python -m replay.spark.build_class_archive`): a driver that does a little Delta
 work writes it as it exits. It lives in the user's cache, named after what it depends on (the Java binary, PySpark,
-Delta), so another Java or Spark simply finds none. A JVM that cannot use an archive (one of another class path, a
+Delta, the local file system's jar on the class path, `replay.spark.local_fs`), so another Java or Spark simply
+finds none. A JVM that cannot use an archive (one of another class path, a
 Connect server say) runs without it: the archive only ever changes how fast classes load.
 `KRAFT_REPLAY_CLASS_ARCHIVE=off` leaves it out; a path there names another file.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 import pyspark
 
 from replay.maven import DELTA_JVM_VERSION, cache_root
+from replay.spark import local_fs
 
 ENV = "KRAFT_REPLAY_CLASS_ARCHIVE"
 _OFF = ("0", "off", "no", "false")
@@ -49,8 +51,9 @@ def archive_path() -> Path | None:
     if java is None:
         return None
     st = java.stat()
-    key = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}|{DELTA_JVM_VERSION}"
-                         .encode()).hexdigest()[:16]
+    class_path = local_fs.built_jar()  # a driver's class path must begin as the archive's did
+    key = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}|{DELTA_JVM_VERSION}|"
+                         f"{class_path}".encode()).hexdigest()[:16]
     return cache_root() / "class-archive" / f"driver-{key}.jsa"
 
 
