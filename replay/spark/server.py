@@ -12,7 +12,8 @@ account on the machine could run code as this user. The server's Python workers 
 they started, so a command of another version, or run after the package's code changed, does not use it (it runs in
 a session of its own, and says to restart the server). A command ends its session on the server when it ends
 (`detach`). The sessions share the server's compiled code and Python workers (`server_driver`): with a class loader
-and workers of its own, each command compiled and started them again (about 5 s of a 17 s small ingest and replay).
+and workers of its own, each command compiled and started them again (about 5 s of the 22 s a small ingest and
+replay took).
 """
 
 from __future__ import annotations

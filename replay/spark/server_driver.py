@@ -2,10 +2,11 @@
 
 Spark's own `SparkConnectServer` turns artifact isolation on for every session, and with it each session gets a
 class loader of its own. Spark caches generated code per class loader, so under it every command compiled again the
-several hundred classes the one before had compiled, and started its own Python workers: about 5 s of a 17 s
-command. This program starts the same Spark Connect service as a plugin of an ordinary local application, so the
-sessions keep the isolation the server's settings give them (`replay.spark.server.command`: off). Each command still
-has a session of its own (its views, functions and settings); what they share is compiled code and Python workers.
+several hundred classes the one before had compiled, and started its own Python workers: about 5 s of the 22 s a
+small ingest and replay took. This program starts the same Spark Connect service as a plugin of an ordinary local
+application, so the sessions get the isolation the server's settings give them (`replay.spark.server.command`:
+off). Each command still has a session of its own (its views, functions and settings); what they share is compiled
+code and Python workers.
 
 It imports only pyspark: spark-submit runs it as a file, not as part of the package.
 """
