@@ -9,8 +9,8 @@ starts Spark.
 `make setup` builds the archive (`python -m replay.spark.build_class_archive`): a driver that does a little Delta
 work writes it as it exits. It lives in the user's cache, named after what it depends on (the Java binary, PySpark,
 Delta, the local file system's jar on the class path, `replay.spark.local_fs`), so another Java or Spark simply
-finds none. A JVM that cannot use an archive (one of another class path, a
-Connect server say) runs without it: the archive only ever changes how fast classes load.
+finds none. A JVM that cannot use an archive (one of another class path, a Connect server say) runs without it:
+the archive only ever changes how fast classes load.
 `KRAFT_REPLAY_CLASS_ARCHIVE=off` leaves it out; a path there names another file.
 """
 

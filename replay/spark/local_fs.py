@@ -3,9 +3,9 @@
 Without Hadoop's native library (PySpark ships none), Hadoop's local file system starts a `chmod` process for
 every file and directory it creates and a `readlink` process for every rename Delta commits through `FileContext`:
 about 550 processes for one small ingest and replay, at 2 ms or more each (the JVM starts a helper, which then tries
-each directory of PATH). The small sample's ingest and replay took 43.3-49.2 s with these classes against
-53.6-54.6 s without. The classes in `local_fs_java/` are the same file
-system with those two done in the JVM (`java.nio`); everything else is Hadoop's own.
+each directory of PATH). The classes in `local_fs_java/` are the same file system with those two done in the JVM
+(`java.nio`); everything else is Hadoop's own. The small sample's ingest and replay took 43.3-49.2 s with them
+against 53.6-54.6 s without.
 
 `make setup` compiles them into a jar in the user's cache (`python -m replay.spark.local_fs`), named after the
 sources and the Hadoop they compile against. A local session uses the jar when it is there (`spark_conf`); without

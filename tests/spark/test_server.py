@@ -121,8 +121,8 @@ def descendants(root: int) -> list[int]:
 
 def parent(pid: int) -> int:
     """The parent of `pid` (-1 when it has gone)."""
-    stat = read_or_empty(f"/proc/{pid}/stat")
-    return int(stat.rsplit(b")", 1)[1].split()[1]) if stat else -1
+    line = read_or_empty(f"/proc/{pid}/stat")
+    return int(line.rsplit(b")", 1)[1].split()[1]) if line else -1
 
 
 def read_or_empty(path: str) -> bytes:
