@@ -20,10 +20,12 @@ $(NATIVE_STAMP): native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wil
 	@if command -v cargo >/dev/null; then CARGO_TARGET_DIR='$(CARGO_TARGET_DIR)' $(PYTHON) -m pip install --quiet ./native && touch $@; \
 	else echo "note: cargo not found: the compiled decoder (native/) is not built, the pure-Python one is used"; fi
 
-# the local file system without child processes (replay/spark/local_fs.py), then the Spark driver's class archive
+# the local file system without child processes (replay/spark/local_fs.py), the generated-code cache's agent
+# (replay/spark/codegen_cache.py), then the Spark driver's class archive
 # (replay/spark/class_archive.py): each built once, the archive in about a minute, when missing
 setup: $(STAMP) $(NATIVE_STAMP)
 	@$(PYTHON) -m replay.spark.local_fs
+	@$(PYTHON) -m replay.spark.codegen_cache
 	@$(PYTHON) -m replay.spark.build_class_archive
 
 demo: setup

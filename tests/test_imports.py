@@ -32,6 +32,8 @@ LAYERS: dict[str, int] = {
     "replay.spark.visibility": 1,  # which replays' rows readers see; imports nothing of ours
     "replay.spark.session": 1,  # a SparkSession with Delta
     "replay.spark.class_archive": 1,  # where the driver's class archive is, and the JVM options that map it
+    "replay.spark.java_jar": 1,  # building our small jars for the local drivers
+    "replay.spark.codegen_cache": 1,  # the generated-code cache: its agent's jar and options
     "replay.spark.local_fs": 1,  # the local file system without child processes: its jar and settings
     "replay.spark.frames": 1,  # DataFrame helpers
     "replay.spark": 2,  # ingest, replay, queries, authorize, audits, plots, the tour's questions

@@ -18,25 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
-import pyspark
-
-from replay.maven import DELTA_JVM_VERSION, cache_root
+from replay.maven import cache_root
 from replay.spark import local_fs
+from replay.spark.java_jar import java_identity
 
 ENV = "KRAFT_REPLAY_CLASS_ARCHIVE"
 _OFF = ("0", "off", "no", "false")
 # the JVM says nothing about the archive (a rejected one would otherwise print a warning on every start)
 _QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
-
-
-def _java() -> Path | None:
-    """The java binary PySpark will start: `$JAVA_HOME/bin/java`, else the one on PATH."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return Path(found).resolve() if found and Path(found).exists() else None
 
 
 def archive_path() -> Path | None:
@@ -47,13 +38,11 @@ def archive_path() -> Path | None:
         return None
     if chosen:
         return Path(chosen)
-    java = _java()
-    if java is None:
+    identity = java_identity()
+    if identity is None:
         return None
-    st = java.stat()
     class_path = local_fs.built_jar()  # a driver's class path must begin as the archive's did
-    key = hashlib.sha256(f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark.__version__}|{DELTA_JVM_VERSION}|"
-                         f"{class_path}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{identity}|{class_path}".encode()).hexdigest()[:16]
     return cache_root() / "class-archive" / f"driver-{key}.jsa"
 
 

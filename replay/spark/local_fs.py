@@ -15,55 +15,22 @@ left alone: the jar is only on this machine.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-import pyspark
-
-from replay.maven import cache_root
+from replay.spark.java_jar import JavaJar, turned_off
 
 ENV = "KRAFT_REPLAY_LOCAL_FS"
-SOURCES = Path(__file__).parent / "local_fs_java"
 FILE_SYSTEM = "kraftreplay.fs.NioLocalFileSystem"  # fs.file.impl
 ABSTRACT_FILE_SYSTEM = "kraftreplay.fs.NioLocalFs"  # fs.AbstractFileSystem.file.impl (FileContext)
 CLASS_PATH = "spark.driver.extraClassPath"
-
-
-def _hadoop_jar() -> Path | None:
-    """The Hadoop API jar PySpark runs with (what the classes compile against)."""
-    found = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
-    return found[-1] if found else None
-
-
-def _sources() -> list[Path]:
-    return sorted(SOURCES.rglob("*.java"))
-
-
-def jar_path() -> Path | None:
-    """Where the jar of these sources and this Hadoop is (or would be); None when it is turned off or cannot be."""
-    if os.environ.get(ENV, "").strip().lower() in ("0", "off", "no", "false"):
-        return None
-    hadoop = _hadoop_jar()
-    sources = _sources()
-    if hadoop is None or not sources:
-        return None
-    digest = hashlib.sha256(hadoop.name.encode())
-    for source in sources:
-        digest.update(source.read_bytes())
-    return cache_root() / "local-fs" / f"nio-local-fs-{digest.hexdigest()[:16]}.jar"
+JAR = JavaJar("local-fs", Path(__file__).parent / "local_fs_java", ("hadoop-client-api-*.jar",))
 
 
 def built_jar() -> Path | None:
-    """The jar, when it has been built."""
-    path = jar_path()
-    return path if path is not None and path.is_file() else None
+    """The jar, when it has been built and is not turned off."""
+    return None if turned_off(ENV) else JAR.built()
 
 
 def spark_conf(master: str) -> dict[str, str]:
@@ -90,33 +57,8 @@ def keep_consistent(settings: dict[str, str], ours: Mapping[str, str]) -> None:
 
 
 def build(say: bool = True) -> bool:
-    """Compile the classes into the jar when it is missing; returns whether the jar is there afterwards. A machine
-    without javac gets a note: the jar only makes local sessions faster."""
-    path = jar_path()
-    if path is None or path.is_file():
-        return path is not None
-    javac = shutil.which("javac")
-    hadoop = _hadoop_jar()
-    if javac is None or hadoop is None:
-        print("note: no javac: local Spark sessions use Hadoop's own local file system (a little slower)",
-              file=sys.stderr)
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kraft-replay-local-fs-") as work:
-        done = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", str(hadoop), "-d", work,
-                               *map(str, _sources())], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(f"note: the local file system classes did not compile (local sessions use Hadoop's own):\n"
-                  f"{done.stderr.strip()[-2000:]}", file=sys.stderr)
-            return False
-        partial = Path(work) / "local-fs.jar"
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-            for compiled in sorted(Path(work).rglob("*.class")):
-                jar.write(compiled, compiled.relative_to(work).as_posix())
-        os.replace(shutil.copy(partial, path.with_suffix(".tmp")), path)  # whole or not at all
-    if say:
-        print(f"local file system classes: {path}")
-    return True
+    """Compile the classes into the jar when it is missing; returns whether the jar is there afterwards."""
+    return not turned_off(ENV) and JAR.build("the local file system classes", say)
 
 
 if __name__ == "__main__":

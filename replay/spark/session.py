@@ -39,7 +39,7 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from replay.maven import DELTA_JVM_VERSION, delta_jars
-from replay.spark import class_archive, local_fs
+from replay.spark import class_archive, codegen_cache, local_fs
 from replay.spark.tables import PARQUET_CODEC
 
 log = logging.getLogger("replay.spark")
@@ -263,7 +263,8 @@ def driver_jvm_options(quick: bool = False) -> str:
 def local_conf(master: str, app_name: str, memory: str | None, quick: bool = False) -> dict[str, str]:
     """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users).
     `quick`: the driver lives for one question (`driver_jvm_options`). The driver maps the class archive when there
-    is one (`replay.spark.class_archive`), and a local one uses Hadoop's local file system without child processes
+    is one (`replay.spark.class_archive`), loads the classes Spark compiled before (`replay.spark.codegen_cache`),
+    and a local one uses Hadoop's local file system without child processes
     when its classes are built (`replay.spark.local_fs`). Settings given to `get_spark` or in `PYSPARK_SUBMIT_ARGS`
     still win."""
     jars = delta_jars()
@@ -299,7 +300,8 @@ def local_conf(master: str, app_name: str, memory: str | None, quick: bool = Fal
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
     conf.update(local_fs.spark_conf(master))
-    options = " ".join(o for o in (driver_jvm_options(quick), class_archive.jvm_options()) if o)
+    options = " ".join(o for o in (driver_jvm_options(quick), class_archive.jvm_options(),
+                                   codegen_cache.jvm_options()) if o)
     if options:
         conf["spark.driver.extraJavaOptions"] = options
     if _is_loopback_master(master):

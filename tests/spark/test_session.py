@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from replay.spark import class_archive
+from replay.spark import class_archive, codegen_cache
 from replay.spark import session as S
 
 
@@ -42,6 +42,7 @@ def test_a_driver_gets_the_quick_or_the_long_work_jvm_options_unless_told_otherw
     monkeypatch.delenv(S.QUICK_JVM_ENV, raising=False)
     monkeypatch.delenv(S.WORK_JVM_ENV, raising=False)
     monkeypatch.setenv(class_archive.ENV, "off")  # the class archive's options apart (the test below)
+    monkeypatch.setenv(codegen_cache.ENV, "off")  # and the generated-code cache's (tests/spark/test_codegen_cache.py)
     assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_DRIVER_OPTIONS
     assert "-XX:MaxInlineLevel=3" in S.WORK_JVM_OPTIONS and "TieredStopAtLevel" not in S.WORK_JVM_OPTIONS
     assert S.WORK_DRIVER_OPTIONS.split() == [*S.WORK_JVM_OPTIONS.split(), "-XX:+UseParallelGC"]
