@@ -7,6 +7,7 @@ say on stderr what to write instead (`_DEPRECATED`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -403,10 +404,43 @@ _BULK_COMMANDS = {"ingest", "ingest-log", "watch", "replay"}
 _BULK_AUDITS = {"verify-log", "unused"}
 
 
+# An ingest or replay of less than this (the dumps' bytes and the lake's bronze rows, all local) ends soon too: C1
+# alone compiles enough for it. The small sample's ingest and replay in its own process took 31.6-32.2 s with the quick
+# options against 34.2-35.5 s (2026-12-07); at 250k records (19 MiB of dumps) and 1M the two tied, at 2M C1 alone
+# lost up to 18 s (stop 67, bench/README.md).
+SMALL_WORK_BYTES = 16 << 20
+
+
 def _short_lived(args: argparse.Namespace) -> bool:
-    """Whether the command's Spark session answers a question and ends (see `_BULK_COMMANDS`)."""
+    """Whether the command's Spark session answers a question and ends (see `_BULK_COMMANDS`), or is an ingest or
+    replay of little (`SMALL_WORK_BYTES`)."""
+    if args.command in ("ingest", "replay") and _small_work(args):
+        return True
     return not (args.command in _BULK_COMMANDS or getattr(args, "requests", None)
                 or (args.command == "audit" and getattr(args, "audit", None) in _BULK_AUDITS))
+
+
+def _small_work(args: argparse.Namespace) -> bool:
+    """Whether the command's dumps (an ingest's) and its lake's bronze rows are local, there (but for a new lake's)
+    and together fewer bytes than `SMALL_WORK_BYTES`."""
+    from replay.spark.tables import METADATA_RECORDS, is_uri
+
+    location, local = _lake_location(args, create=True)
+    bronze = os.path.join(location, METADATA_RECORDS)
+    paths = [bronze] if args.command == "replay" or os.path.isdir(bronze) else []
+    paths += getattr(args, "paths", None) or []
+    if not local or any(is_uri(p) or not os.path.exists(p) for p in paths):
+        return False  # what is not here to count is not known to be small
+    total = 0
+    for path in paths:
+        total += os.path.getsize(path) if os.path.isfile(path) else 0
+        for root, _dirs, files in os.walk(path):
+            for name in files:
+                with contextlib.suppress(OSError):  # a file removed meanwhile
+                    total += os.path.getsize(os.path.join(root, name))
+            if total >= SMALL_WORK_BYTES:
+                return False
+    return total < SMALL_WORK_BYTES
 
 
 def cmd_ingest(args: argparse.Namespace, out: TextIO) -> int:

@@ -882,3 +882,25 @@ def test_lake_questions_start_a_short_lived_jvm_and_bulk_work_does_not() -> None
     assert not short("authorize", *LAKE, "--requests", "q.csv", "--out", "d.csv")
     assert not short("replay", *LAKE) and not short("ingest", "/dump", *LAKE) and not short("watch", "/dumps", *LAKE)
     assert not short("audit", "unused", *LAKE) and not short("audit", "verify-log", *LAKE)
+
+
+def test_an_ingest_or_replay_of_little_starts_a_short_lived_jvm(tmp_path: Path) -> None:
+    """Dumps and bronze rows of fewer than `cli.SMALL_WORK_BYTES`, all local, are an ingest or replay that ends soon
+    (C1 alone compiles enough); more, a remote lake, or inputs not there to count are bulk work."""
+    def short(*argv: str) -> bool:
+        return cli._short_lived(cli.build_parser().parse_args(list(argv)))
+
+    dump, lake = tmp_path / "dump", tmp_path / "lake"
+    dump.mkdir()
+    (dump / "00000000000000000000.log").write_bytes(b"x" * 1000)
+    assert short("ingest", str(dump), "--lake", str(lake), "--lake-cluster", "c")  # a new lake
+    assert not short("replay", "--lake", str(lake), "--lake-cluster", "c")  # no bronze rows to replay: not known to be small
+    (lake / "metadata_records").mkdir(parents=True)
+    (lake / "metadata_records" / "part-0.parquet").write_bytes(b"x" * 1000)
+    assert short("replay", "--lake", str(lake), "--lake-cluster", "c") and short("ingest", str(dump), "--lake", str(lake), "--lake-cluster", "c")
+    assert not short("ingest", str(dump), "--lake", "s3://bucket/lake", "--lake-cluster", "c")
+    assert not short("ingest", str(tmp_path / "missing"), "--lake", str(lake), "--lake-cluster", "c")
+    with open(lake / "metadata_records" / "part-1.parquet", "wb") as f:  # the lake grew past it
+        f.truncate(cli.SMALL_WORK_BYTES)
+    assert not short("replay", "--lake", str(lake), "--lake-cluster", "c") and not short("ingest", str(dump), "--lake", str(lake), "--lake-cluster", "c")
+    assert not short("watch", str(dump), "--lake", str(tmp_path / "new"), "--lake-cluster", "c")  # a watch runs on
