@@ -79,7 +79,9 @@ def feed_rows(lake: Lake, bounds: Mapping[str, int | None], visible: Mapping[str
     fields = [f.name for f in EVENTS_SCHEMA.fields if f.name != "cluster_id"]
     shown = (lake.read(ACL_EVENTS).where(cluster)
              .select("cluster_id", event_key().alias("event_key"), F.struct(*fields).alias("_shown")))
-    fed = lake.read(ACL_EVENT_FEED).where(cluster)
+    # a feed never written has nothing published: its empty table is not read (a replay into a new lake)
+    fed = (lake.spark.createDataFrame([], FEED_SCHEMA) if lake.never_written(ACL_EVENT_FEED)
+           else lake.read(ACL_EVENT_FEED)).where(cluster)
     net = (fed.groupBy("cluster_id", "event_key")
            .agg(F.sum(F.when(F.col("action") == PUBLISH, 1).otherwise(-1)).alias("_n"),
                 F.max_by(F.struct(*fields), F.when(F.col("action") == PUBLISH, F.col("fed_at"))).alias("_fed"))

@@ -153,7 +153,11 @@ def resume_points(resolved: DataFrame, snaps: DataFrame, gaps: DataFrame, resume
 
 # ---- deciding ------------------------------------------------------------------------------------------------
 def read_states(lake: Lake, clusters: list[str]) -> dict[str, dict[str, Any]]:
+    """Each cluster's `replay_state` row (none for a cluster never replayed); a table never written is not read (a
+    first replay into a new lake)."""
     lake.ensure(REPLAY_STATE, STATE_SCHEMA)
+    if lake.never_written(REPLAY_STATE):
+        return {}
     rows = lake.read(REPLAY_STATE).where(F.col("cluster_id").isin(clusters)).collect()
     return {r["cluster_id"]: r.asDict(recursive=True) for r in rows}
 

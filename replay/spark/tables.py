@@ -647,6 +647,16 @@ class Lake:
             raise
         return None if row is None else int(row[0])
 
+    def never_written(self, name: str) -> bool:
+        """Whether the table is still at its first version, the empty one `ensure` created, so a query needs not
+        read it (planning a read of a Delta table costs a job or two). Known without Spark for a local directory's
+        table only: elsewhere False."""
+        path = self.table_path(name)
+        if path is None or _URI_RE.match(path):
+            return False
+        newest = newest_commit(os.path.join(path, "_delta_log"))
+        return newest is not None and int(newest.split(".")[0]) == 0
+
     def commit_metadata(self, name: str, limit: int) -> list[str | None]:
         """The userMetadata of the table's newest `limit` commits, newest first (None: a commit without). A local
         directory's are read from its Delta log without Spark; elsewhere from `DESCRIBE HISTORY`."""
