@@ -405,9 +405,9 @@ _BULK_AUDITS = {"verify-log", "unused"}
 
 
 # An ingest or replay of less than this (the dumps' bytes and the lake's bronze rows, all local) ends soon too: C1
-# alone compiles enough for it. The small sample's ingest and replay in its own process took 31.6-32.2 s with the quick
-# options against 34.2-35.5 s (2026-12-07); at 250k records (19 MiB of dumps) and 1M the two tied, at 2M C1 alone
-# lost up to 18 s (stop 67, bench/README.md).
+# alone compiles enough for it. The small sample's ingest and replay in its own process took 32.5-33.7 s this way
+# against 33.2-36.2 s (2026-12-07, alternating); at 250k records (19 MiB of dumps) and 1M the two tied, at 2M C1
+# alone lost up to 18 s (stop 67, bench/README.md).
 SMALL_WORK_BYTES = 16 << 20
 
 
