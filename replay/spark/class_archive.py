@@ -22,10 +22,9 @@ from pathlib import Path
 
 from replay.maven import cache_root
 from replay.spark import local_fs
-from replay.spark.java_jar import java_identity
+from replay.spark.java_jar import java_identity, turned_off
 
 ENV = "KRAFT_REPLAY_CLASS_ARCHIVE"
-_OFF = ("0", "off", "no", "false")
 # the JVM says nothing about the archive (a rejected one would otherwise print a warning on every start)
 _QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
@@ -34,7 +33,7 @@ def archive_path() -> Path | None:
     """Where the archive of this Java, PySpark and Delta is (or would be); None when it is turned off or there is no
     java to run."""
     chosen = os.environ.get(ENV, "").strip()
-    if chosen.lower() in _OFF:
+    if turned_off(ENV):
         return None
     if chosen:
         return Path(chosen)

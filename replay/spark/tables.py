@@ -634,11 +634,9 @@ class Lake:
     def version(self, name: str) -> int | None:
         """The table's latest version, or None when it does not exist. A local directory's is its newest commit
         file's number, read without Spark (`DESCRIBE HISTORY` costs about 0.25 s a table)."""
-        path = self.table_path(name)
-        if path is not None and not _URI_RE.match(path):
-            newest = newest_commit(os.path.join(path, "_delta_log"))
-            if newest is not None:
-                return int(newest.split(".")[0])
+        local = self._local_version(name)
+        if local is not None:
+            return local
         try:
             row = self.spark.sql(f"DESCRIBE HISTORY {self.table_ref(name)} LIMIT 1").select("version").first()
         except Exception as e:
@@ -651,11 +649,16 @@ class Lake:
         """Whether the table is still at its first version, the empty one `ensure` created, so a query needs not
         read it (planning a read of a Delta table costs a job or two). Known without Spark for a local directory's
         table only: elsewhere False."""
+        return self._local_version(name) == 0
+
+    def _local_version(self, name: str) -> int | None:
+        """A local directory's table's newest commit number, from its Delta log's file names; None elsewhere or
+        when it has no commit."""
         path = self.table_path(name)
         if path is None or _URI_RE.match(path):
-            return False
+            return None
         newest = newest_commit(os.path.join(path, "_delta_log"))
-        return newest is not None and int(newest.split(".")[0]) == 0
+        return None if newest is None else int(newest.split(".")[0])
 
     def commit_metadata(self, name: str, limit: int) -> list[str | None]:
         """The userMetadata of the table's newest `limit` commits, newest first (None: a commit without). A local

@@ -7,6 +7,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.StringReader;
+import java.io.StringWriter;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -206,11 +207,8 @@ public final class CodegenCache {
     }
 
     private static String readAll(Reader reader) throws IOException {
-        StringBuilder out = new StringBuilder();
-        char[] buffer = new char[8192];
-        for (int n; (n = reader.read(buffer)) >= 0; ) {
-            out.append(buffer, 0, n);
-        }
+        StringWriter out = new StringWriter();
+        reader.transferTo(out);
         return out.toString();
     }
 
