@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
@@ -34,30 +34,41 @@ def is_conflict(error: Exception) -> bool:
 
 
 def merge(spark: SparkSession, lake: Lake, table: str, source: DataFrame, on: str, clauses: str,
-          metadata: str) -> dict[str, Any]:
+          metadata: str, settings: Mapping[str, str] | None = None) -> dict[str, Any]:
     """`MERGE INTO table AS t USING source AS s ON <on> <clauses>`; returns Delta's row of metrics
-    (`num_inserted_rows`, `num_updated_rows`, ...), empty when it reported none."""
+    (`num_inserted_rows`, `num_updated_rows`, ...), empty when it reported none. `settings`: session confs for this
+    statement only, like its `userMetadata`."""
     view = f"kraft_merge_src_{uuid.uuid4().hex}"
     source.createOrReplaceTempView(view)
-    try:
-        previous = spark.conf.get(USER_METADATA_CONF, None)
-    except Exception:
-        previous = None
-    try:
-        spark.conf.set(USER_METADATA_CONF, metadata)
-    except Exception as e:  # a platform that forbids the conf: write without userMetadata rather than not at all
-        log.warning("cannot set %s (%s); the commit will carry no userMetadata", USER_METADATA_CONF, e)
     sql = f"MERGE INTO {lake.table_ref(table)} AS t USING {view} AS s ON {on} {clauses}"
     try:
-        result = again_on_conflict(lambda: spark.sql(sql).collect(), f"MERGE into {table}")
+        with _statement_confs(spark, {USER_METADATA_CONF: metadata, **(settings or {})}):
+            result = again_on_conflict(lambda: spark.sql(sql).collect(), f"MERGE into {table}")
     finally:
-        with contextlib.suppress(Exception):
-            if previous is None:
-                spark.conf.unset(USER_METADATA_CONF)
-            else:
-                spark.conf.set(USER_METADATA_CONF, previous)
         spark.catalog.dropTempView(view)
     return result[0].asDict() if result else {}
+
+
+@contextlib.contextmanager
+def _statement_confs(spark: SparkSession, confs: Mapping[str, str]) -> Iterator[None]:
+    """The session confs set for one statement and put back after. A platform that forbids one: the statement runs
+    without it (a commit without userMetadata rather than none at all)."""
+    previous: dict[str, str | None] = {}
+    for key, value in confs.items():
+        try:
+            previous[key] = spark.conf.get(key, None)
+            spark.conf.set(key, value)
+        except Exception as e:
+            log.warning("cannot set %s (%s); the statement runs without it", key, e)
+    try:
+        yield
+    finally:
+        for key, before in previous.items():
+            with contextlib.suppress(Exception):
+                if before is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, before)
 
 
 def again_on_conflict(run: Callable[[], T], what: str) -> T:

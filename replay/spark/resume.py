@@ -406,6 +406,11 @@ class ReplayOvertakenError(RuntimeError):
 _OVERTAKEN = "kraft-replay overtaken:"
 
 
+# Delta materializes a MERGE's source that is not a Delta table (by `localCheckpoint`, with a warning printed when
+# it lets it go) so that it reads the same rows in both of its passes; the switch's source is a few literal rows.
+MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
+
+
 def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
                  visible: Mapping[str, Chain], points: dict[str, dict[str, Any]] | None = None,
                  last: dict[str, int] | None = None) -> None:
@@ -445,7 +450,8 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
             merge(lake.spark, lake, REPLAY_STATE, df, f"t.cluster_id = s.cluster_id AND t.cluster_id IN ({names})",
                   f"WHEN MATCHED AND t.replay_id = s.replay_id AND t.status = 'running' THEN UPDATE SET * "
                   f"WHEN MATCHED THEN UPDATE SET t.status = {found_other} "
-                  f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({found_none})", meta)
+                  f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({found_none})", meta,
+                  {MATERIALIZE_SOURCE_CONF: "none"})
     except Exception as e:
         text = str(e)
         at = text.find(_OVERTAKEN)

@@ -260,6 +260,21 @@ def driver_jvm_options(quick: bool = False) -> str:
     return os.environ.get(env, default).strip()
 
 
+# The driver's log (`log4j2-driver.xml`): warnings and errors, without notes that tell this tool's user nothing.
+# `$LOG4J_ENV` names another file (Log4j 2's own format), or `spark` for Spark's default profile.
+LOG4J_ENV = "KRAFT_REPLAY_LOG4J"
+
+
+def _log_config_option() -> str:
+    """The driver JVM's option naming its log configuration; none where the user asks for Spark's default, or gives
+    one in `spark.driver.extraJavaOptions` of their own (`PYSPARK_SUBMIT_ARGS`: theirs wins)."""
+    chosen = os.environ.get(LOG4J_ENV, "").strip()
+    if chosen == "spark" or "log4j2.configurationFile" in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        return ""
+    path = Path(chosen) if chosen else Path(__file__).with_name("log4j2-driver.xml")
+    return f"-Dlog4j2.configurationFile={path.resolve().as_uri()}" if path.is_file() else ""
+
+
 def local_conf(master: str, app_name: str, memory: str | None, quick: bool = False) -> dict[str, str]:
     """The settings `get_spark` gives a session it starts itself (public for tests and for spark-submit users).
     `quick`: the driver lives for one question (`driver_jvm_options`). The driver maps the class archive when there
@@ -299,7 +314,7 @@ def local_conf(master: str, app_name: str, memory: str | None, quick: bool = Fal
         conf["spark.sql.shuffle.partitions"] = str(max(4, 2 * cores))
         conf["spark.databricks.delta.snapshotPartitions"] = str(max(2, cores))
     conf.update(local_fs.spark_conf(master))
-    options = " ".join(o for o in (driver_jvm_options(quick), class_archive.jvm_options(),
+    options = " ".join(o for o in (driver_jvm_options(quick), _log_config_option(), class_archive.jvm_options(),
                                    codegen_cache.jvm_options()) if o)
     if options:
         conf["spark.driver.extraJavaOptions"] = options
@@ -347,6 +362,7 @@ def get_spark(
 
     master = master or os.environ.get("KRAFT_REPLAY_SPARK_MASTER") or "local[*]"
     if _is_loopback_master(master):  # workers on this machine run this interpreter and see this checkout
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the driver binds there (`local_conf`): no warning
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         _export_package_path()

@@ -43,6 +43,7 @@ def test_a_driver_gets_the_quick_or_the_long_work_jvm_options_unless_told_otherw
     monkeypatch.delenv(S.WORK_JVM_ENV, raising=False)
     monkeypatch.setenv(class_archive.ENV, "off")  # the class archive's options apart (the test below)
     monkeypatch.setenv(codegen_cache.ENV, "off")  # and the generated-code cache's (tests/spark/test_codegen_cache.py)
+    monkeypatch.setenv(S.LOG4J_ENV, "spark")  # and the log configuration's (the test below)
     assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == S.WORK_DRIVER_OPTIONS
     assert "-XX:MaxInlineLevel=3" in S.WORK_JVM_OPTIONS and "TieredStopAtLevel" not in S.WORK_JVM_OPTIONS
     assert S.WORK_DRIVER_OPTIONS.split() == [*S.WORK_JVM_OPTIONS.split(), "-XX:+UseParallelGC"]
@@ -57,6 +58,56 @@ def test_a_driver_gets_the_quick_or_the_long_work_jvm_options_unless_told_otherw
     assert S.local_conf("local[2]", "app", "1g")["spark.driver.extraJavaOptions"] == "-Xss8m"
     monkeypatch.setenv(S.WORK_JVM_ENV, "")
     assert "spark.driver.extraJavaOptions" not in S.local_conf("local[2]", "app", "1g")
+
+
+def test_a_driver_logs_with_the_tools_configuration_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Any) -> None:
+    """A driver this package starts logs by `log4j2-driver.xml` (shipped in the package); `KRAFT_REPLAY_LOG4J` names
+    another file, or `spark` for Spark's default profile; an option of the user's own in `PYSPARK_SUBMIT_ARGS` wins."""
+    from pathlib import Path
+
+    monkeypatch.delenv(S.LOG4J_ENV, raising=False)
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    shipped = Path(S.__file__).with_name("log4j2-driver.xml")
+    assert shipped.is_file()
+
+    def options(quick: bool = False) -> list[str]:
+        return S.local_conf("local[2]", "app", "1g", quick=quick).get("spark.driver.extraJavaOptions", "").split()
+
+    for quick in (False, True):
+        assert f"-Dlog4j2.configurationFile={shipped.resolve().as_uri()}" in options(quick)
+    mine = tmp_path / "my log4j2.xml"
+    mine.write_text("<Configuration/>")
+    monkeypatch.setenv(S.LOG4J_ENV, str(mine))
+    assert f"-Dlog4j2.configurationFile={mine.resolve().as_uri()}" in options()
+    monkeypatch.setenv(S.LOG4J_ENV, "spark")
+    assert not any("log4j2" in o for o in options())
+    monkeypatch.delenv(S.LOG4J_ENV)
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-java-options -Dlog4j2.configurationFile=x.xml pyspark-shell")
+    assert not any("log4j2" in o for o in options())
+
+
+@pytest.mark.spark
+def test_the_drivers_log_configuration_is_one_log4j_reads(spark: Any) -> None:
+    """Log4j itself reads the shipped file (in a logger context of its own, not the test JVM's): warnings and errors
+    to stderr, the three notes left out at error level, everything else as Spark's default has it."""
+    from pathlib import Path
+
+    jvm = spark.sparkContext._jvm
+    core = jvm.org.apache.logging.log4j.core
+    path = str(Path(S.__file__).with_name("log4j2-driver.xml"))
+    source = core.config.ConfigurationSource(jvm.java.io.FileInputStream(path), jvm.java.io.File(path))
+    context = core.LoggerContext("kraft-replay-log-test")
+    config = core.config.xml.XmlConfiguration(context, source)
+    config.initialize()
+    assert config.getRootLogger().getLevel().toString() == "WARN"
+    levels = {name: config.getLoggers().get(name).getLevel().toString() for name in config.getLoggers().keySet()
+              if name}
+    assert levels == {"org.apache.hadoop.util.NativeCodeLoader": "ERROR", "org.apache.spark.util.SparkStringUtils": "ERROR",
+                      "org.apache.parquet.CorruptStatistics": "ERROR",
+                      "org.sparkproject.jetty.util.component.AbstractLifeCycle": "ERROR"}
+    [console] = list(config.getAppenders().values())
+    assert console.getTarget().toString() == "SYSTEM_ERR"
 
 
 @pytest.mark.spark
@@ -127,6 +178,7 @@ def test_a_driver_maps_the_class_archive_when_there_is_one(monkeypatch: pytest.M
     besides the quick options; `KRAFT_REPLAY_CLASS_ARCHIVE=off` leaves it out, a path there names another file."""
     monkeypatch.delenv(class_archive.ENV, raising=False)
     monkeypatch.setenv(S.WORK_JVM_ENV, "")  # the long-work driver's own options apart (the test above)
+    monkeypatch.setenv(S.LOG4J_ENV, "spark")
     monkeypatch.setenv("KRAFT_REPLAY_CACHE", str(tmp_path / "cache"))
     path = class_archive.archive_path()
     assert path is not None and path.parent == tmp_path / "cache" / "class-archive" and path.suffix == ".jsa"
