@@ -57,3 +57,37 @@ def test_files_and_lake_report_the_same_findings(spark: Any, tmp_path: Path,
     total = int(from_files[0].split(" ", 1)[0])
     assert doc["findings"] == total and doc["findings_by_kind"] == from_files[0].split(": ", 1)[1]
     assert _summary(capsys.readouterr().err)[0] == from_files[0]
+
+
+def test_a_full_replay_that_wrote_no_finding_says_so_without_reading_them(spark: Any, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`TableCounts.findings` of a replay that wrote no `anomalies` row and replayed every cluster in full is empty
+    without a read of the table; a replay that left a cluster as it was reads what that cluster shows (here the
+    findings of a log with some), and both agree with the table."""
+    from replay.kafka.dump import replay_paths
+    from replay.spark import findings
+    from replay.spark.ingest import ingest
+    from replay.spark.replay import replay_lake
+    from replay.spark.tables import Lake
+
+    lake = Lake(spark, str(tmp_path / "lake"))
+    for cluster, seed in (("clean", 1), ("found", 2)):
+        node = str(tmp_path / cluster)
+        synth.write_dump(synth.generate(seed, n_batches=12), node, synth.Layout(segment_every=1000))
+        expected = len(replay_paths([node]).anomalies)
+        assert (cluster, expected > 0) in (("clean", False), ("found", True))  # what each log is chosen for
+        ingest(spark, [node], cluster=cluster, lake=lake, progress=False)
+    read = findings.summary
+    clean = replay_lake(lake, ["clean"], progress=False)
+    found = replay_lake(lake, ["found"], progress=False)
+    again = replay_lake(lake, ["found", "clean"], progress=False)  # nothing new: both left as they were
+
+    def no_read(*_: Any) -> Any:
+        raise AssertionError("anomalies read")
+
+    monkeypatch.setattr(findings, "summary", no_read)
+    assert clean.findings().total == 0
+    monkeypatch.setattr(findings, "summary", read)
+    assert read(lake, ["clean"]).total == 0
+    assert found.findings().lines() == again.findings().lines() == read(lake, ["found", "clean"]).lines()
+    assert found.findings().total > 0
