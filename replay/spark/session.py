@@ -280,7 +280,8 @@ def local_conf(master: str, app_name: str, memory: str | None, quick: bool = Fal
     `quick`: the driver lives for one question (`driver_jvm_options`). The driver maps the class archive when there
     is one (`replay.spark.class_archive`), loads the classes Spark compiled before (`replay.spark.codegen_cache`),
     and a local one uses Hadoop's local file system without child processes when its classes are built
-    (`replay.spark.local_fs`). Settings given to `get_spark` or in `PYSPARK_SUBMIT_ARGS` still win."""
+    (`replay.spark.local_fs`); it logs by `log4j2-driver.xml` (`LOG4J_ENV`). Settings given to `get_spark` or in
+    `PYSPARK_SUBMIT_ARGS` still win."""
     jars = delta_jars()
     conf = {
         "spark.app.name": app_name,
