@@ -90,7 +90,8 @@ def test_a_driver_logs_with_the_tools_configuration_unless_told_otherwise(monkey
 @pytest.mark.spark
 def test_the_drivers_log_configuration_is_one_log4j_reads(spark: Any) -> None:
     """Log4j itself reads the shipped file (in a logger context of its own, not the test JVM's): warnings and errors
-    to stderr, the three notes left out at error level, everything else as Spark's default has it."""
+    to stderr, three notes left out at error level and the scheduler's note on big task plans filtered, everything
+    else as Spark's default has it."""
     from pathlib import Path
 
     jvm = spark.sparkContext._jvm
@@ -105,7 +106,17 @@ def test_the_drivers_log_configuration_is_one_log4j_reads(spark: Any) -> None:
               if name}
     assert levels == {"org.apache.hadoop.util.NativeCodeLoader": "ERROR", "org.apache.spark.util.SparkStringUtils": "ERROR",
                       "org.apache.parquet.CorruptStatistics": "ERROR",
-                      "org.sparkproject.jetty.util.component.AbstractLifeCycle": "ERROR"}
+                      "org.sparkproject.jetty.util.component.AbstractLifeCycle": "ERROR",
+                      "org.apache.spark.scheduler.DAGScheduler": "WARN"}
+    # the scheduler's other warnings stay; its note on a task's plan of a megabyte or more goes
+    scheduler = config.getLoggers().get("org.apache.spark.scheduler.DAGScheduler")
+    level = jvm.org.apache.logging.log4j.Level
+    assert scheduler.isFiltered(core.impl.Log4jLogEvent.newBuilder().setLevel(level.WARN)
+                                .setMessage(jvm.org.apache.logging.log4j.message.SimpleMessage(
+                                    "Broadcasting large task binary with size 1005.8 KiB")).build())
+    assert not scheduler.isFiltered(core.impl.Log4jLogEvent.newBuilder().setLevel(level.WARN)
+                                    .setMessage(jvm.org.apache.logging.log4j.message.SimpleMessage(
+                                        "Job 3 failed")).build())
     [console] = list(config.getAppenders().values())
     assert console.getTarget().toString() == "SYSTEM_ERR"
 
