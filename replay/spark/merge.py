@@ -23,6 +23,9 @@ from replay.spark.tables import Lake
 log = logging.getLogger("replay.spark.merge")
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+# Delta materializes a MERGE's source that is not a Delta table (by `localCheckpoint`, with a warning printed when
+# it lets it go) so that both of its passes read the same rows; "none" for a source of literal rows, which cannot change.
+MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
 MERGE_ATTEMPTS = 5
 T = TypeVar("T")
 

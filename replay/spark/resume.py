@@ -40,7 +40,7 @@ from replay.kafka.model import ABORT_TRANSACTION_RECORD as TXN_ABORT
 from replay.kafka.model import BEGIN_TRANSACTION_RECORD as TXN_BEGIN
 from replay.kafka.model import END_TRANSACTION_RECORD as TXN_END
 from replay.spark import staging
-from replay.spark.merge import merge
+from replay.spark.merge import MATERIALIZE_SOURCE_CONF, merge
 from replay.spark.ordered import with_missing
 from replay.spark.replay_rules import TXN_ROWS
 from replay.spark.session import expected_task_failures
@@ -406,11 +406,6 @@ class ReplayOvertakenError(RuntimeError):
 _OVERTAKEN = "kraft-replay overtaken:"
 
 
-# Delta materializes a MERGE's source that is not a Delta table (by `localCheckpoint`, with a warning printed when
-# it lets it go) so that it reads the same rows in both of its passes; the switch's source is a few literal rows.
-MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
-
-
 def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str, high_watermark: int | None,
                  visible: Mapping[str, Chain], points: dict[str, dict[str, Any]] | None = None,
                  last: dict[str, int] | None = None) -> None:
@@ -451,7 +446,7 @@ def write_states(lake: Lake, plans: dict[str, Plan], replay_id: str, status: str
                   f"WHEN MATCHED AND t.replay_id = s.replay_id AND t.status = 'running' THEN UPDATE SET * "
                   f"WHEN MATCHED THEN UPDATE SET t.status = {found_other} "
                   f"WHEN NOT MATCHED THEN INSERT (cluster_id) VALUES ({found_none})", meta,
-                  {MATERIALIZE_SOURCE_CONF: "none"})
+                  {MATERIALIZE_SOURCE_CONF: "none"})  # its source is a few literal rows
     except Exception as e:
         text = str(e)
         at = text.find(_OVERTAKEN)

@@ -15,8 +15,7 @@ AUTO_MERGE = "spark.databricks.delta.schema.autoMerge.enabled"
 
 
 def test_a_merges_settings_hold_for_it_alone(spark: Any, tmp_path: Path) -> None:
-    from replay.spark.merge import USER_METADATA_CONF, merge
-    from replay.spark.resume import MATERIALIZE_SOURCE_CONF
+    from replay.spark.merge import MATERIALIZE_SOURCE_CONF, USER_METADATA_CONF, merge
     from replay.spark.tables import Lake
 
     lake = Lake(spark, str(tmp_path / "lake"))
